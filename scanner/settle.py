@@ -1,0 +1,113 @@
+"""Knowing when a roll has settled: one reading per roll, none while anything moves.
+
+Works on any frame stream. Motion is measured on a small blurred grey copy of each frame;
+once nothing has moved for `settle_s`, the frame is read. A tray that was already read and
+is disturbed without a new throw (a bump, dice taken away) yields `TrayChanged`, not a roll.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import cv2
+import numpy as np
+
+from scanner.frames import DieReading, Frame, Roll, TrayChanged
+
+log = logging.getLogger(__name__)
+
+MOTION_WIDTH = 160
+
+
+@dataclass(frozen=True)
+class SettleConfig:
+    settle_s: float = 0.3
+    #: A pixel of the small grey image counts as moving when it changes by more than this.
+    pixel_threshold: int = 14
+    #: The frame counts as still when fewer than this fraction of pixels moved.
+    still_fraction: float = 0.0015
+    #: A die whose centre moved less than this many top-face sizes stayed put.
+    same_place: float = 0.5
+
+
+def motion_image(image: np.ndarray) -> np.ndarray:
+    height, width = image.shape[:2]
+    small = cv2.resize(image, (MOTION_WIDTH, max(1, round(height * MOTION_WIDTH / width))), interpolation=cv2.INTER_AREA)
+    grey = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
+    return cv2.GaussianBlur(grey, (5, 5), 0)
+
+
+def moved_fraction(previous: np.ndarray, current: np.ndarray, threshold: int) -> float:
+    return float(np.count_nonzero(cv2.absdiff(previous, current) > threshold)) / current.size
+
+
+def unmatched(old: Sequence[DieReading], new: Sequence[DieReading], tolerance: float) -> int:
+    """How many dice of `old` have no die of `new` near their old place."""
+    free = list(new)
+    missing = 0
+    for die in old:
+        reach = tolerance * max(die.size, 1.0)
+        best = min(free, key=lambda d: math.dist(d.center, die.center), default=None)
+        if best is not None and math.dist(best.center, die.center) <= reach:
+            free.remove(best)
+        else:
+            missing += 1
+    return missing
+
+
+class SettleWatcher:
+    """Feed frames in order; get `Roll` or `TrayChanged` events back."""
+
+    def __init__(
+        self,
+        read_dice: Callable[[np.ndarray], Sequence[DieReading]],
+        fps: float,
+        config: SettleConfig | None = None,
+    ) -> None:
+        self.read_dice = read_dice
+        self.config = config or SettleConfig()
+        self.settle_frames = max(2, math.ceil(self.config.settle_s * fps))
+        self._previous: np.ndarray | None = None
+        self._still_for = 0
+        # Armed: something moved since the tray was last read (at start: read what lies there).
+        self._armed = True
+        self._last: tuple[DieReading, ...] = ()
+
+    def feed(self, frame: Frame) -> list[Roll | TrayChanged]:
+        current = motion_image(frame.image)
+        previous, self._previous = self._previous, current
+        if previous is None or previous.shape != current.shape:
+            self._still_for = 0
+            return []
+        if moved_fraction(previous, current, self.config.pixel_threshold) >= self.config.still_fraction:
+            self._still_for = 0
+            self._armed = True
+            return []
+        self._still_for += 1
+        if not self._armed or self._still_for < self.settle_frames:
+            return []
+        self._armed = False
+        return self._read(frame)
+
+    def _read(self, frame: Frame) -> list[Roll | TrayChanged]:
+        dice = tuple(self.read_dice(frame.image))
+        last, self._last = self._last, dice
+        if not dice:
+            log.debug("frame %s: tray settled empty", frame.index)
+            return []
+        if last:
+            moved = unmatched(last, dice, self.config.same_place)
+            # Most dice still where they were and none added: a bump or dice taken away, not a
+            # throw. (More dice than before is a roll: a Tally bonus roll joins the main dice.)
+            if len(dice) <= len(last) and (len(last) - moved) * 2 >= len(last):
+                if moved == 0 and len(dice) == len(last) and _same_faces(last, dice):
+                    return []
+                return [TrayChanged(frame=frame.index, t=frame.t, moved=max(moved, len(last) - len(dice)), dice=dice)]
+        return [Roll(frame=frame.index, t=frame.t, dice=dice)]
+
+
+def _same_faces(old: Sequence[DieReading], new: Sequence[DieReading]) -> bool:
+    return sorted((d.die or "", d.face or "") for d in old) == sorted((d.die or "", d.face or "") for d in new)

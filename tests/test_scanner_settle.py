@@ -1,0 +1,125 @@
+"""Settle detection on synthetic streams: one reading per roll, bumps reported as changes."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from scanner.frames import DieReading, Frame, Roll, TrayChanged
+from scanner.settle import SettleWatcher
+
+FPS = 30
+SIZE = 40
+
+
+def find_white_squares(image: np.ndarray) -> list[DieReading]:
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    count, _, stats, centroids = cv2.connectedComponentsWithStats((grey > 200).astype(np.uint8))
+    dice = []
+    for label in range(1, count):
+        x, y, w, h, area = stats[label]
+        if area > 200 and w < 3 * SIZE:
+            corners = ((x, y), (x + w, y), (x + w, y + h), (x, y + h))
+            dice.append(DieReading(center=tuple(centroids[label]), corners=corners, size=float(w)))
+    return dice
+
+
+def scene(positions, hand=None) -> np.ndarray:
+    image = np.full((360, 480, 3), 40, np.uint8)
+    noise = np.random.default_rng(len(positions)).integers(0, 6, image.shape, dtype=np.uint8)
+    image += noise
+    for x, y in positions:
+        cv2.rectangle(image, (int(x), int(y)), (int(x) + SIZE, int(y) + SIZE), (235, 235, 235), -1)
+    if hand is not None:
+        cv2.circle(image, hand, 70, (120, 150, 200), -1)
+    return image
+
+
+class Stream:
+    def __init__(self) -> None:
+        self.frames: list[np.ndarray] = []
+
+    def hold(self, positions, seconds, hand=None):
+        self.frames += [scene(positions, hand)] * round(seconds * FPS)
+
+    def throw(self, start, end, seconds=0.6):
+        steps = round(seconds * FPS)
+        for k in range(steps):
+            a = k / steps
+            self.frames.append(scene([(sx + (ex - sx) * a, sy + (ey - sy) * a) for (sx, sy), (ex, ey) in zip(start, end)]))
+
+    def run(self):
+        watcher = SettleWatcher(find_white_squares, fps=FPS)
+        events = []
+        for index, image in enumerate(self.frames):
+            events += watcher.feed(Frame(image=image, index=index, t=index / FPS))
+        return events
+
+
+REST = [(100, 100), (250, 120), (180, 240)]
+
+
+def test_one_reading_per_roll_only_after_the_dice_are_still():
+    stream = Stream()
+    stream.hold([], 0.5)
+    stream.throw([(0, 0), (20, 0), (40, 0)], REST)
+    settled = len(stream.frames)
+    stream.hold(REST, 2.0)
+    events = stream.run()
+    assert len(events) == 1
+    roll = events[0]
+    assert isinstance(roll, Roll)
+    assert len(roll.dice) == 3
+    assert settled <= roll.frame <= settled + 0.5 * FPS
+
+
+def test_nothing_while_dice_keep_moving():
+    stream = Stream()
+    stream.throw([(0, 0)] * 3, REST, seconds=2.0)
+    assert stream.run() == []
+
+
+def test_a_bump_is_a_change_not_a_new_roll():
+    stream = Stream()
+    stream.throw([(0, 0)] * 3, REST)
+    stream.hold(REST, 1.0)
+    bumped = [REST[0], REST[1], (230, 280)]
+    stream.throw(REST, bumped, seconds=0.15)
+    stream.hold(bumped, 1.0)
+    events = stream.run()
+    assert [type(e) for e in events] == [Roll, TrayChanged]
+    assert events[1].moved == 1
+
+
+def test_a_hand_taking_the_dice_away_gives_no_reading_and_the_next_throw_does():
+    stream = Stream()
+    stream.throw([(0, 0)] * 3, REST)
+    stream.hold(REST, 1.0)
+    for x in range(0, 300, 20):
+        stream.frames.append(scene(REST, hand=(x, 200)))
+    stream.hold([], 1.0)
+    second = [(300, 60), (60, 250), (350, 250)]
+    stream.throw([(0, 0)] * 3, second)
+    stream.hold(second, 1.0)
+    events = stream.run()
+    assert [type(e) for e in events] == [Roll, Roll]
+    assert sorted(d.center[0] > 250 for d in events[1].dice) == [False, True, True]
+
+
+def test_a_still_stream_from_the_start_is_read_once():
+    stream = Stream()
+    stream.hold(REST, 3.0)
+    events = stream.run()
+    assert len(events) == 1 and isinstance(events[0], Roll)
+
+
+def test_a_tally_bonus_roll_beside_resting_dice_is_a_roll():
+    stream = Stream()
+    stream.throw([(0, 0)] * 3, REST)
+    stream.hold(REST, 1.0)
+    bonus = REST + [(350, 60)]
+    stream.frames += [scene(REST + [(350 - 10 * k, 60 + 5 * k)]) for k in range(10, 0, -1)]
+    stream.hold(bonus, 1.0)
+    events = stream.run()
+    assert [type(e) for e in events] == [Roll, Roll]
+    assert len(events[1].dice) == 4
