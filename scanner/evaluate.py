@@ -1,0 +1,122 @@
+"""Accuracy of readings against labels: matching, counts and the figures the bench prints."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from scanner.frames import UNSURE, DieReading
+from scanner.labels import LabelledDie
+
+#: A reading matches a labelled die when its centre lies within this many top-face sizes.
+MATCH_RADIUS = 0.5
+
+
+def match(labels: Sequence[LabelledDie], readings: Sequence[DieReading]) -> list[tuple[int, int]]:
+    """Pairs (label index, reading index), closest first, each used once."""
+    pairs = sorted(
+        (math.dist(label.center, reading.center), li, ri)
+        for li, label in enumerate(labels)
+        for ri, reading in enumerate(readings)
+        if math.dist(label.center, reading.center) <= MATCH_RADIUS * max(label.size, 1.0)
+    )
+    used_labels: set[int] = set()
+    used_readings: set[int] = set()
+    result = []
+    for _, li, ri in pairs:
+        if li not in used_labels and ri not in used_readings:
+            used_labels.add(li)
+            used_readings.add(ri)
+            result.append((li, ri))
+    return result
+
+
+@dataclass
+class Scorecard:
+    """Running totals over many labelled photos."""
+
+    labelled: int = 0
+    found: int = 0
+    matched: int = 0
+    faces_total: int = 0  # non-cocked matched dice whose face is scored
+    faces_right: int = 0
+    identity_total: int = 0
+    identity_right: int = 0
+    unsure: int = 0
+    wrong_confident: int = 0
+    cocked_total: int = 0
+    cocked_flagged: int = 0
+    false_cocked: int = 0
+    confusion: Counter = field(default_factory=Counter)  # (true face, read face) -> count
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, name: str, labels: Sequence[LabelledDie], readings: Sequence[DieReading], read_faces: bool = True) -> None:
+        self.labelled += len(labels)
+        self.found += len(readings)
+        pairs = match(labels, readings)
+        self.matched += len(pairs)
+        if len(pairs) < len(labels):
+            self.failures.append(f"{name}: {len(labels) - len(pairs)} die/dice not found")
+        if len(pairs) < len(readings):
+            self.failures.append(f"{name}: {len(readings) - len(pairs)} false detection(s)")
+        for li, ri in pairs:
+            label, reading = labels[li], readings[ri]
+            if label.cocked:
+                self.cocked_total += 1
+                self.cocked_flagged += reading.cocked
+                continue
+            self.false_cocked += reading.cocked
+            if not read_faces:
+                continue
+            if label.die != "tossup":
+                self.identity_total += 1
+                self.identity_right += reading.die == label.die
+            self.faces_total += 1
+            face = reading.face if reading.die == label.die else UNSURE if reading.face == UNSURE else f"{reading.die}:{reading.face}"
+            self.confusion[(label.face, face)] += 1
+            if face == label.face:
+                self.faces_right += 1
+            elif face == UNSURE:
+                self.unsure += 1
+            else:
+                self.wrong_confident += 1
+                self.failures.append(f"{name}: {label.die} {label.face} read as {reading.die} {reading.face} at {label.center}")
+
+    @staticmethod
+    def _rate(part: int, whole: int) -> float:
+        return part / whole if whole else float("nan")
+
+    def summary(self) -> dict[str, float | int]:
+        return {
+            "labelled_dice": self.labelled,
+            "detection_recall": self._rate(self.matched, self.labelled),
+            "detection_precision": self._rate(self.matched, self.found),
+            "face_accuracy": self._rate(self.faces_right, self.faces_total),
+            "identity_accuracy": self._rate(self.identity_right, self.identity_total),
+            "unsure_rate": self._rate(self.unsure, self.faces_total),
+            "wrong_confident_rate": self._rate(self.wrong_confident, self.faces_total),
+            "cocked_recall": self._rate(self.cocked_flagged, self.cocked_total),
+            "cocked_false_alarms": self.false_cocked,
+            "cocked_dice": self.cocked_total,
+        }
+
+    def confusion_table(self) -> str:
+        truths = sorted({t for t, _ in self.confusion})
+        reads = sorted({r for _, r in self.confusion})
+        width = max([len(x) for x in truths + reads] + [6]) + 1
+        lines = ["true \\ read".ljust(width) + "".join(r.rjust(width) for r in reads)]
+        for truth in truths:
+            lines.append(truth.ljust(width) + "".join(str(self.confusion[(truth, r)]).rjust(width) for r in reads))
+        return "\n".join(lines)
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = (len(ordered) - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

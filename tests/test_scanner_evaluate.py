@@ -1,0 +1,59 @@
+"""The bench's arithmetic: matching readings to labels and the rates it prints."""
+
+from __future__ import annotations
+
+import math
+
+from scanner.evaluate import Scorecard, match, percentile
+from scanner.frames import DieReading
+from scanner.labels import LabelledDie
+
+
+def label(x, y, face="green", die="tossup", cocked=False, size=40):
+    h = size / 2
+    corners = ((x - h, y - h), (x + h, y - h), (x + h, y + h), (x - h, y + h))
+    return LabelledDie(die=die, face=face, center=(x, y), corners=corners, cocked=cocked)
+
+
+def reading(x, y, face="green", die="tossup", cocked=False, confidence=0.99):
+    return DieReading(center=(x, y), corners=(), die=die, face=face, cocked=cocked, confidence=confidence, size=40)
+
+
+def test_match_pairs_closest_within_half_a_die():
+    labels = [label(100, 100), label(150, 100)]
+    readings = [reading(146, 102), reading(104, 99), reading(400, 400)]
+    assert sorted(match(labels, readings)) == [(0, 1), (1, 0)]
+    assert match([label(100, 100)], [reading(125, 100)]) == []
+
+
+def test_scorecard_counts_every_outcome():
+    card = Scorecard()
+    labels = [label(100, 100, "green"), label(200, 100, "red"), label(300, 100, "yellow"),
+              label(400, 100, "red", cocked=True), label(500, 100, "green")]
+    readings = [reading(100, 100, "green"), reading(200, 100, "unsure"), reading(300, 100, "green"),
+                reading(400, 100, "red", cocked=True), reading(700, 700)]
+    card.add("photo", labels, readings)
+    s = card.summary()
+    assert s["detection_recall"] == 4 / 5
+    assert s["detection_precision"] == 4 / 5
+    assert s["face_accuracy"] == 1 / 3
+    assert s["unsure_rate"] == 1 / 3
+    assert s["wrong_confident_rate"] == 1 / 3
+    assert s["cocked_recall"] == 1.0
+    assert card.confusion[("yellow", "green")] == 1
+    assert "yellow" in card.confusion_table()
+    assert any("read as tossup green" in f for f in card.failures)
+
+
+def test_identity_counts_for_tally_dice():
+    card = Scorecard()
+    card.add("p", [label(10, 10, "50", die="red")], [reading(10, 10, "50", die="orange")])
+    assert card.summary()["identity_accuracy"] == 0.0
+    assert card.summary()["face_accuracy"] == 0.0
+
+
+def test_rates_without_data_are_nan_and_percentiles():
+    assert math.isnan(Scorecard().summary()["face_accuracy"])
+    assert percentile([1, 2, 3, 4], 0.5) == 2.5
+    assert percentile([5], 0.95) == 5
+    assert math.isnan(percentile([], 0.5))
