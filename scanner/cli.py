@@ -1,0 +1,158 @@
+"""`dicetray scan`, `dicetray watch` and `dicetray bench scanner`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import click
+import cv2
+
+from scanner.evaluate import Scorecard, percentile
+from scanner.frames import Roll
+from scanner.labels import load_video_label, photo_labels
+from scanner.reader import DICE_SETS, Scanner, load_scanner
+from scanner.settle import SettleWatcher
+from scanner.sources import SourceFailed, SourceUnavailable, open_source
+
+log = logging.getLogger(__name__)
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@click.command("scan")
+@click.argument("images", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--dice", "dice_set", type=click.Choice(DICE_SETS), default="any", show_default=True)
+@click.option("--profile", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Calibration profile.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per image and line.")
+def scan_command(images: tuple[Path, ...], dice_set: str, profile: Path | None, as_json: bool) -> None:
+    """Read the dice in photos."""
+    scanner = _scanner(dice_set, profile)
+    failed = 0
+    for path in images:
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if image is None:
+            reason = "no such file" if not path.exists() else "not a readable image"
+            click.echo(f"dicetray scan: {path}: {reason}; skipped", err=True)
+            failed += 1
+            continue
+        start = time.perf_counter()
+        dice = scanner.read(image)
+        ms = (time.perf_counter() - start) * 1000
+        if as_json:
+            click.echo(json.dumps({"image": str(path), "ms": round(ms, 2), "dice": [d.to_json() for d in dice]}))
+        else:
+            faces = ", ".join(f"{d.die or 'die'} {d.face or ''}".strip() for d in dice) or "no dice"
+            click.echo(f"{path}: {len(dice)} dice ({ms:.1f} ms): {faces}")
+    if failed:
+        raise SystemExit(1)
+
+
+@click.command("watch")
+@click.argument("source")
+@click.option("--dice", "dice_set", type=click.Choice(DICE_SETS), default="tossup", show_default=True)
+@click.option("--fps", type=float, default=None, help="Frame rate of a photo folder (videos carry their own).")
+@click.option("--profile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per settled roll or tray change.")
+def watch_command(source: str, dice_set: str, fps: float | None, profile: Path | None, as_json: bool) -> None:
+    """Print one reading per settled roll from a camera, a video or a photo folder."""
+    scanner = _scanner(dice_set, profile)
+    try:
+        frames = open_source(source, fps=fps)
+        frames.open()
+    except (SourceUnavailable, SourceFailed) as error:
+        raise click.ClickException(str(error)) from error
+    watcher = SettleWatcher(scanner.read, fps=frames.fps or 30.0)
+    try:
+        for frame in frames:
+            for event in watcher.feed(frame):
+                if as_json:
+                    click.echo(json.dumps(event.to_json()))
+                elif isinstance(event, Roll):
+                    faces = ", ".join(str(d.face) for d in event.dice)
+                    click.echo(f"frame {event.frame} ({event.t:.2f} s): {len(event.dice)} dice: {faces}")
+                else:
+                    click.echo(f"frame {event.frame} ({event.t:.2f} s): tray changed ({event.moved} moved)")
+    except SourceFailed as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        frames.close()
+
+
+def _scanner(dice_set: str, profile: Path | None) -> Scanner:
+    try:
+        return load_scanner(dice_set, profile)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from error
+
+
+def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Path | None, out=sys.stdout) -> dict:
+    """Accuracy, settle latency and speed over the labelled fixtures; prints and returns the figures."""
+    results: dict = {}
+    for dice_set in dice_sets:
+        folder = fixtures / dice_set
+        labels = list(photo_labels(folder, split=split))
+        if not labels:
+            print(f"[{dice_set}] no labelled photos in {folder} for split {split!r}", file=out)
+            continue
+        scanner = load_scanner(dice_set, profile)
+        card = Scorecard()
+        timings = []
+        for label in labels:
+            image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+            if image is None:
+                print(f"[{dice_set}] cannot read {label.image}", file=out)
+                continue
+            start = time.perf_counter()
+            dice = scanner.read(image)
+            timings.append((time.perf_counter() - start) * 1000)
+            card.add(label.image.name, label.dice, dice)
+        summary = card.summary()
+        summary["ms_median"] = percentile(timings, 0.5)
+        summary["ms_p95"] = percentile(timings, 0.95)
+        summary["photos"] = len(timings)
+        print(f"[{dice_set}] split={split} photos={len(timings)} dice={summary['labelled_dice']}", file=out)
+        for key in ("detection_recall", "detection_precision", "face_accuracy", "identity_accuracy",
+                    "unsure_rate", "wrong_confident_rate", "cocked_recall"):
+            print(f"  {key:22s} {summary[key] * 100:8.3f} %", file=out)
+        print(f"  {'cocked_false_alarms':22s} {summary['cocked_false_alarms']:8d}", file=out)
+        print(f"  ms per frame           median {summary['ms_median']:.1f}  p95 {summary['ms_p95']:.1f}", file=out)
+        print("  confusion (rows: truth, columns: read):", file=out)
+        for line in card.confusion_table().splitlines():
+            print("    " + line, file=out)
+        for failure in card.failures[:30]:
+            print("  - " + failure, file=out)
+        summary["videos"] = bench_videos(fixtures / "videos", dice_set, scanner, out)
+        results[dice_set] = summary
+    return results
+
+
+def bench_videos(folder: Path, dice_set: str, scanner: Scanner, out) -> list[dict]:
+    """Settle latency and correctness per fixture video of one dice set."""
+    rows = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        label = load_video_label(path)
+        if label.dice_set != dice_set:
+            continue
+        source = open_source(str(label.video), fps=label.fps)
+        watcher = SettleWatcher(scanner.read, fps=label.fps)
+        rolls = [e for frame in source for e in watcher.feed(frame) if isinstance(e, Roll)]
+        source.close()
+        matched = []
+        for truth, roll in zip(label.rolls, rolls):
+            card = Scorecard()
+            card.add(path.stem, truth.dice, roll.dice)
+            s = card.summary()
+            matched.append({
+                "latency_s": (roll.frame - truth.settled_frame) / label.fps,
+                "faces_right": s["face_accuracy"] == 1.0 and s["detection_recall"] == 1.0
+                and s["detection_precision"] == 1.0,
+            })
+        row = {"video": path.stem, "rolls_labelled": len(label.rolls), "rolls_read": len(rolls), "rolls": matched}
+        rows.append(row)
+        latencies = ", ".join(f"{m['latency_s']:+.2f}s{'' if m['faces_right'] else ' WRONG'}" for m in matched)
+        print(f"  video {path.stem}: {len(rolls)} readings for {len(label.rolls)} rolls; latency {latencies}", file=out)
+    return rows

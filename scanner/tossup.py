@@ -1,0 +1,244 @@
+"""Finding Toss Up dice and reading their colours.
+
+Physical setup assumed: white dice with a large glossy coloured inset on every face, seen
+from above (camera 30-50 cm high, tilted at most ~15 degrees) under any white-ish lamp.
+
+Every inset is surrounded by the die's white rim, so an inset is a *hole* in the mask of
+white pixels, whatever the tray looks like (green felt around a green inset, a white board
+around a white die): holes are found with the contour tree, never by colour alone. The rim
+is also each die's own white reference, which makes the colour reading independent of the
+lamp's colour and brightness.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from scanner.frames import UNSURE, DieReading
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TossUpParams:
+    """Tunable numbers of the Toss Up reader; a calibration profile may override them."""
+
+    #: A pixel is white when its value is above this fraction of the bright reference level...
+    white_value: float = 0.42
+    #: ...and its saturation (0-1) is below this.
+    white_saturation: float = 0.30
+    #: Top-face side divided by the inset's side (from the dice's geometry, refined on dev).
+    face_per_inset: float = 1.19
+    #: Smallest inset side in pixels at 1280 px width that we look for.
+    min_inset: float = 10.0
+    #: A top-face inset is at least this square (minor/major side).
+    top_aspect: float = 0.62
+    #: Hue bands (degrees of the rim-normalised colour) and the margin that makes "unsure".
+    red_below: float = 28.0
+    red_above: float = 330.0
+    yellow_band: tuple[float, float] = (38.0, 80.0)
+    green_band: tuple[float, float] = (95.0, 190.0)
+    min_chroma: float = 0.22
+    cocked_side_ratio: float = 0.55
+
+
+@dataclass
+class Inset:
+    contour: np.ndarray  # in full-resolution pixels
+    center: tuple[float, float]
+    side: float
+    aspect: float
+    area: float
+    quad: np.ndarray  # 4x2 float, the inset's corners
+
+
+def _balance(image: np.ndarray) -> np.ndarray:
+    """White-balance and normalise on the brightest pixels (die rims, glare, a white board).
+
+    Those pixels show the lamp's colour, so dividing by them removes the lamp's tint and
+    brightness before the white mask is taken.
+    """
+    sample = image[::2, ::2].reshape(-1, 3)
+    # Per channel ("white patch"): white rims are the brightest pixels in every channel at
+    # once, while a coloured inset is bright in only some; a tiny top fraction suffices for
+    # a single die and ignores the background.
+    top = max(1, int(len(sample) * 0.0005))
+    illuminant = np.maximum(
+        np.array([np.partition(sample[:, c], -top)[-top] for c in range(3)], np.float32), 8.0
+    )
+    gains = 235.0 / illuminant
+    return cv2.transform(image, np.diag(gains).astype(np.float32))
+
+
+def _white_mask(image: np.ndarray, params: TossUpParams) -> tuple[np.ndarray, np.ndarray]:
+    """White pixels of the balanced image: bright and nearly neutral."""
+    hsv = cv2.cvtColor(_balance(image), cv2.COLOR_BGR2HSV)
+    mask = (hsv[:, :, 2] > params.white_value * 235) & (hsv[:, :, 1] < params.white_saturation * 255)
+    return mask.astype(np.uint8) * 255, hsv
+
+
+def _quad(contour: np.ndarray) -> np.ndarray:
+    perimeter = cv2.arcLength(contour, True)
+    for epsilon in (0.04, 0.06, 0.08, 0.1, 0.13):
+        approx = cv2.approxPolyDP(contour, epsilon * perimeter, True)
+        if len(approx) == 4 and cv2.isContourConvex(approx):
+            return approx.reshape(4, 2).astype(np.float32)
+    return cv2.boxPoints(cv2.minAreaRect(contour)).astype(np.float32)
+
+
+def order_clockwise(points: np.ndarray) -> np.ndarray:
+    """Four points clockwise in the image (y down), starting nearest the top-left."""
+    center = points.mean(axis=0)
+    angles = np.arctan2(points[:, 1] - center[1], points[:, 0] - center[0])
+    ordered = points[np.argsort(angles)]
+    start = int(np.argmin(ordered[:, 0] + ordered[:, 1]))
+    return np.roll(ordered, -start, axis=0)
+
+
+def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], np.ndarray, np.ndarray]:
+    white, hsv = _white_mask(image, params)
+    contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
+    insets: list[Inset] = []
+    if hierarchy is None:
+        return insets, white, hsv
+    scale = image.shape[1] / 1280.0
+    min_side = params.min_inset * scale
+    for contour, (_, _, _, parent) in zip(contours, hierarchy[0]):
+        if parent < 0:
+            continue  # an outer boundary of white, not a hole in it
+        area = cv2.contourArea(contour)
+        if area < min_side * min_side * 0.6:
+            continue
+        (cx, cy), (w, h), _ = cv2.minAreaRect(contour)
+        if min(w, h) < min_side * 0.5:
+            continue
+        fill = area / max(w * h, 1.0)
+        if fill < 0.6:
+            continue
+        insets.append(Inset(contour, (cx, cy), max(w, h), min(w, h) / max(w, h), area, _quad(contour)))
+    return insets, white, hsv
+
+
+def _ring_and_core(shape: tuple[int, int], inset: Inset) -> tuple[tuple[slice, slice], np.ndarray, np.ndarray]:
+    pad = int(inset.side * 0.35) + 3
+    x, y, w, h = cv2.boundingRect(inset.contour)
+    x0, y0 = max(x - pad, 0), max(y - pad, 0)
+    x1, y1 = min(x + w + pad, shape[1]), min(y + h + pad, shape[0])
+    local = inset.contour - np.array([x0, y0])
+    hole = np.zeros((y1 - y0, x1 - x0), np.uint8)
+    cv2.drawContours(hole, [local], -1, 255, -1)
+    grow = max(2, int(inset.side * 0.18))
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))
+    ring = cv2.dilate(hole, kernel) & ~hole
+    shrink = max(1, int(inset.side * 0.12))
+    core = cv2.erode(hole, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * shrink + 1, 2 * shrink + 1)))
+    return (slice(y0, y1), slice(x0, x1)), ring, core
+
+
+def read_colour(image: np.ndarray, white: np.ndarray, inset: Inset, params: TossUpParams) -> tuple[str, float, float]:
+    """(face, confidence, chroma) of an inset, normalised by its own white rim."""
+    window, ring, core = _ring_and_core(image.shape[:2], inset)
+    patch = image[window].astype(np.float32)
+    rim = (ring > 0) & (white[window] > 0)
+    if rim.sum() < 8 or core.sum() == 0:
+        return UNSURE, 0.0, 0.0
+    rim_colour = np.median(patch[rim], axis=0)
+    inside = patch[core > 0]
+    # Specular highlights on the glossy inset are near-white: leave them out.
+    spread = inside.max(axis=1) - inside.min(axis=1)
+    keep = spread > 0.12 * inside.max(axis=1)
+    if keep.sum() >= max(6, 0.2 * len(inside)):
+        inside = inside[keep]
+    colour = np.median(inside, axis=0) / np.maximum(rim_colour, 1.0)
+    b, g, r = (float(c) for c in colour)
+    top = max(r, g, b, 1e-6)
+    chroma = (top - min(r, g, b)) / top
+    hue = _hue(r / top, g / top, b / top)
+    return (*_classify(hue, chroma, params), chroma)
+
+
+def _hue(r: float, g: float, b: float) -> float:
+    top, low = max(r, g, b), min(r, g, b)
+    if top - low < 1e-6:
+        return 0.0
+    if top == r:
+        h = ((g - b) / (top - low)) % 6
+    elif top == g:
+        h = (b - r) / (top - low) + 2
+    else:
+        h = (r - g) / (top - low) + 4
+    return h * 60.0
+
+
+def _classify(hue: float, chroma: float, params: TossUpParams) -> tuple[str, float]:
+    if chroma < params.min_chroma:
+        return UNSURE, 0.0
+    bands = {
+        "red": [(params.red_above - 360.0, params.red_below)],
+        "yellow": [params.yellow_band],
+        "green": [params.green_band],
+    }
+    unwrapped = hue - 360.0 if hue > 180.0 else hue
+    best, margin = UNSURE, 0.0
+    for face, ranges in bands.items():
+        for low, high in ranges:
+            value = unwrapped if face == "red" else hue
+            if low <= value <= high:
+                best, margin = face, min(value - low, high - value)
+    if best == UNSURE:
+        return UNSURE, 0.0
+    chroma_margin = (chroma - params.min_chroma) / params.min_chroma
+    confidence = min(1.0, 0.5 + margin / 20.0) * min(1.0, 0.5 + chroma_margin)
+    return best, round(confidence, 4)
+
+
+def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True) -> list[DieReading]:
+    params = params or TossUpParams()
+    insets, white, _ = find_insets(image, params)
+    colours = {id(i): read_colour(image, white, i, params) for i in insets}
+    insets = [i for i in insets if colours[id(i)][2] >= params.min_chroma * 0.8]
+    tops = [i for i in insets if i.aspect >= params.top_aspect]
+    if not tops:
+        return []
+    typical = float(np.median([i.side for i in tops]))
+    tops = [i for i in tops if 0.6 * typical <= i.side <= 1.6 * typical]
+    # A side face of one die can look square at the edge of the view; keep the larger inset
+    # when two lie closer than one die.
+    tops.sort(key=lambda i: -i.area)
+    kept: list[Inset] = []
+    for inset in tops:
+        if all(math.dist(inset.center, k.center) > 0.75 * params.face_per_inset * max(k.side, inset.side) for k in kept):
+            kept.append(inset)
+    sides = [i for i in insets if i.aspect < params.top_aspect]
+    readings = []
+    for inset in kept:
+        face, confidence, _ = colours[id(inset)]
+        center = np.array(inset.center, np.float32)
+        corners = order_clockwise(center + (inset.quad - center) * params.face_per_inset)
+        cocked = _looks_cocked(inset, sides, params)
+        readings.append(
+            DieReading(
+                center=(float(center[0]), float(center[1])),
+                corners=tuple((float(x), float(y)) for x, y in corners),
+                die="tossup" if with_faces else None,
+                face=face if with_faces else None,
+                confidence=confidence if with_faces else 0.0,
+                cocked=cocked,
+                size=inset.side * params.face_per_inset,
+            )
+        )
+    readings.sort(key=lambda d: (d.center[1], d.center[0]))
+    return readings
+
+
+def _looks_cocked(top: Inset, sides: list[Inset], params: TossUpParams) -> bool:
+    reach = 1.2 * params.face_per_inset * top.side
+    near = [s for s in sides if math.dist(s.center, top.center) < reach]
+    if not near:
+        return False
+    return max(s.area for s in near) / top.area >= params.cocked_side_ratio
