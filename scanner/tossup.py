@@ -57,29 +57,32 @@ class Inset:
     quad: np.ndarray  # 4x2 float, the inset's corners
 
 
-def _balance(image: np.ndarray) -> np.ndarray:
-    """White-balance and normalise on the brightest pixels (die rims, glare, a white board).
+def _illuminant(image: np.ndarray) -> np.ndarray:
+    """The lamp's colour and level, per channel, from the brightest pixels ("white patch").
 
-    Those pixels show the lamp's colour, so dividing by them removes the lamp's tint and
-    brightness before the white mask is taken.
+    White rims are the brightest pixels in every channel at once, while a coloured inset is
+    bright in only some; a tiny top fraction suffices for a single die and ignores the tray.
     """
-    sample = image[::2, ::2].reshape(-1, 3)
-    # Per channel ("white patch"): white rims are the brightest pixels in every channel at
-    # once, while a coloured inset is bright in only some; a tiny top fraction suffices for
-    # a single die and ignores the background.
-    top = max(1, int(len(sample) * 0.0005))
-    illuminant = np.maximum(
-        np.array([np.partition(sample[:, c], -top)[-top] for c in range(3)], np.float32), 8.0
-    )
-    gains = 235.0 / illuminant
-    return cv2.transform(image, np.diag(gains).astype(np.float32))
+    small = cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_NEAREST)
+    top = max(1.0, small.shape[0] * small.shape[1] * 0.0005)
+    levels = []
+    for channel in range(3):
+        histogram = cv2.calcHist([small], [channel], None, [256], [0, 256]).ravel()
+        from_top = np.cumsum(histogram[::-1])
+        levels.append(255 - int(np.searchsorted(from_top, top)))
+    return np.maximum(np.array(levels, np.float32), 8.0)
 
 
-def _white_mask(image: np.ndarray, params: TossUpParams) -> tuple[np.ndarray, np.ndarray]:
-    """White pixels of the balanced image: bright and nearly neutral."""
-    hsv = cv2.cvtColor(_balance(image), cv2.COLOR_BGR2HSV)
-    mask = (hsv[:, :, 2] > params.white_value * 235) & (hsv[:, :, 1] < params.white_saturation * 255)
-    return mask.astype(np.uint8) * 255, hsv
+def _white_mask(image: np.ndarray, params: TossUpParams) -> np.ndarray:
+    """White pixels once the lamp's tint and level are divided out: bright and nearly neutral."""
+    balanced = cv2.transform(image, np.diag(235.0 / _illuminant(image)).astype(np.float32))
+    b, g, r = cv2.split(balanced)
+    high = cv2.max(cv2.max(b, g), r)
+    low = cv2.min(cv2.min(b, g), r)
+    # neutral: (high - low) < white_saturation * high, in saturating uint8 arithmetic
+    spread = cv2.multiply(cv2.subtract(high, low), 1.0 / params.white_saturation)
+    bright = cv2.compare(high, params.white_value * 235, cv2.CMP_GT)
+    return cv2.bitwise_and(bright, cv2.compare(spread, high, cv2.CMP_LT))
 
 
 def _quad(contour: np.ndarray) -> np.ndarray:
@@ -100,12 +103,12 @@ def order_clockwise(points: np.ndarray) -> np.ndarray:
     return np.roll(ordered, -start, axis=0)
 
 
-def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], np.ndarray, np.ndarray]:
-    white, hsv = _white_mask(image, params)
+def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], np.ndarray]:
+    white = _white_mask(image, params)
     contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     insets: list[Inset] = []
     if hierarchy is None:
-        return insets, white, hsv
+        return insets, white
     scale = image.shape[1] / 1280.0
     min_side = params.min_inset * scale
     for contour, (_, _, _, parent) in zip(contours, hierarchy[0]):
@@ -121,7 +124,7 @@ def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], n
         if fill < 0.6:
             continue
         insets.append(Inset(contour, (cx, cy), max(w, h), min(w, h) / max(w, h), area, _quad(contour)))
-    return insets, white, hsv
+    return insets, white
 
 
 def _ring_and_core(shape: tuple[int, int], inset: Inset) -> tuple[tuple[slice, slice], np.ndarray, np.ndarray]:
@@ -143,18 +146,15 @@ def _ring_and_core(shape: tuple[int, int], inset: Inset) -> tuple[tuple[slice, s
 def read_colour(image: np.ndarray, white: np.ndarray, inset: Inset, params: TossUpParams) -> tuple[str, float, float]:
     """(face, confidence, chroma) of an inset, normalised by its own white rim."""
     window, ring, core = _ring_and_core(image.shape[:2], inset)
-    patch = image[window].astype(np.float32)
-    rim = (ring > 0) & (white[window] > 0)
-    if rim.sum() < 8 or core.sum() == 0:
+    patch = image[window]
+    white_here = white[window]
+    rim = cv2.bitwise_and(ring, white_here)
+    # Specular highlights on the glossy inset are white: leave them out of its colour.
+    inside = cv2.bitwise_and(core, cv2.bitwise_not(white_here))
+    if cv2.countNonZero(rim) < 8 or cv2.countNonZero(inside) < 4:
         return UNSURE, 0.0, 0.0
-    rim_colour = np.median(patch[rim], axis=0)
-    inside = patch[core > 0]
-    # Specular highlights on the glossy inset are near-white: leave them out.
-    spread = inside.max(axis=1) - inside.min(axis=1)
-    keep = spread > 0.12 * inside.max(axis=1)
-    if keep.sum() >= max(6, 0.2 * len(inside)):
-        inside = inside[keep]
-    colour = np.median(inside, axis=0) / np.maximum(rim_colour, 1.0)
+    rim_colour = np.array(cv2.mean(patch, rim)[:3])
+    colour = np.array(cv2.mean(patch, inside)[:3]) / np.maximum(rim_colour, 1.0)
     b, g, r = (float(c) for c in colour)
     top = max(r, g, b, 1e-6)
     chroma = (top - min(r, g, b)) / top
@@ -199,7 +199,7 @@ def _classify(hue: float, chroma: float, params: TossUpParams) -> tuple[str, flo
 
 def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True) -> list[DieReading]:
     params = params or TossUpParams()
-    insets, white, _ = find_insets(image, params)
+    insets, white = find_insets(image, params)
     colours = {id(i): read_colour(image, white, i, params) for i in insets}
     insets = [i for i in insets if colours[id(i)][2] >= params.min_chroma * 0.8]
     tops = [i for i in insets if i.aspect >= params.top_aspect]
