@@ -55,6 +55,7 @@ class Inset:
     aspect: float
     area: float
     quad: np.ndarray  # 4x2 float, the inset's corners
+    open: bool = False  # its rim is cut open (partly hidden)
 
 
 def _illuminant(image: np.ndarray) -> np.ndarray:
@@ -103,27 +104,52 @@ def order_clockwise(points: np.ndarray) -> np.ndarray:
     return np.roll(ordered, -start, axis=0)
 
 
+def _inset(contour: np.ndarray, min_side: float, open_: bool = False) -> Inset | None:
+    area = cv2.contourArea(contour)
+    if area < min_side * min_side * 0.6:
+        return None
+    (cx, cy), (w, h), _ = cv2.minAreaRect(contour)
+    if min(w, h) < min_side * 0.5 or area / max(w * h, 1.0) < 0.6:
+        return None
+    return Inset(contour, (cx, cy), max(w, h), min(w, h) / max(w, h), area, _quad(contour), open_)
+
+
+def _open_insets(white: np.ndarray, outline: np.ndarray, min_side: float) -> list[Inset]:
+    """Insets whose white rim is cut open (the tray's rim hides part of the die).
+
+    The die's white then forms a U instead of a ring; its convex hull closes the U again.
+    """
+    x, y, w, h = cv2.boundingRect(outline)
+    hull = cv2.convexHull(outline) - np.array([x, y])
+    closed = np.zeros((h, w), np.uint8)
+    cv2.fillConvexPoly(closed, hull, 255)
+    gaps = cv2.bitwise_and(closed, cv2.bitwise_not(white[y:y + h, x:x + w]))
+    gaps = cv2.erode(gaps, np.ones((3, 3), np.uint8))
+    found = []
+    for contour in cv2.findContours(gaps, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]:
+        inset = _inset(contour + np.array([x, y]), min_side, open_=True)
+        if inset is not None and inset.area >= 2 * min_side**2:
+            found.append(inset)
+    return found
+
+
 def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], np.ndarray]:
     white = _white_mask(image, params)
     contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     insets: list[Inset] = []
     if hierarchy is None:
         return insets, white
-    scale = image.shape[1] / 1280.0
-    min_side = params.min_inset * scale
+    min_side = params.min_inset * image.shape[1] / 1280.0
+    has_hole = set()
     for contour, (_, _, _, parent) in zip(contours, hierarchy[0]):
-        if parent < 0:
-            continue  # an outer boundary of white, not a hole in it
-        area = cv2.contourArea(contour)
-        if area < min_side * min_side * 0.6:
-            continue
-        (cx, cy), (w, h), _ = cv2.minAreaRect(contour)
-        if min(w, h) < min_side * 0.5:
-            continue
-        fill = area / max(w * h, 1.0)
-        if fill < 0.6:
-            continue
-        insets.append(Inset(contour, (cx, cy), max(w, h), min(w, h) / max(w, h), area, _quad(contour)))
+        if parent >= 0:  # a hole in the white: an inset framed by its rim
+            inset = _inset(contour, min_side)
+            if inset is not None:
+                insets.append(inset)
+                has_hole.add(parent)
+    for index, (contour, (_, _, _, parent)) in enumerate(zip(contours, hierarchy[0])):
+        if parent < 0 and index not in has_hole and cv2.contourArea(contour) >= (min_side**2):
+            insets.extend(_open_insets(white, contour, min_side))
     return insets, white
 
 
