@@ -16,7 +16,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -241,6 +241,28 @@ class GameStore:
             game = copy.deepcopy(loaded.game)
             game.apply(event)
             self._write(loaded, "event", None, dict(event), reading, game)
+        return self.get(game_id)
+
+    def append_all(
+        self,
+        game_id: str,
+        events: Sequence[Mapping[str, Any]],
+        reading: Mapping[str, Any] | None = None,
+        expected_version: int | None = None,
+    ) -> LoadedGame:
+        """Apply and log several events as one: all of them, or (on any RuleError) none.
+
+        The reading is attached to every event that is a roll or an Up Die result.
+        """
+        with self._transaction():
+            loaded = self._load(game_id)
+            self._check_version(loaded, expected_version)
+            game = copy.deepcopy(loaded.game)
+            for event in events:
+                game.apply(event)
+                attached = reading if event.get("type") in EDITABLE_EVENTS else None
+                self._write(loaded, "event", None, dict(event), attached, game)
+                loaded = LoadedGame(replace(loaded.record, version=loaded.version + 1), game, loaded.events)
         return self.get(game_id)
 
     def undo(self, game_id: str, expected_version: int | None = None) -> LoadedGame:

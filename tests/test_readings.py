@@ -1,0 +1,114 @@
+"""From settled readings to events: every mismatch yields problems and no events."""
+
+from __future__ import annotations
+
+import pytest
+
+from scorekeeper import RuleError, new_game
+from scorekeeper.readings import interpret
+from scorekeeper.store import GameStore
+from tests.helpers_rules import choose, play, reveal, tally_roll, up
+
+
+def toss(*faces, cocked=()):
+    return [{"die": "tossup", "face": f, "confidence": 0.99, "cocked": i in cocked} for i, f in enumerate(faces)]
+
+
+def tally(**faces):
+    return [{"die": d, "face": f, "confidence": 0.99, "cocked": False} for d, f in faces.items()]
+
+
+def tossup_state(**kwargs):
+    return new_game("tossup", players=["Ann", "Bob"]).state() | kwargs
+
+
+def test_tossup_reading_with_the_dice_in_hand_becomes_a_roll():
+    result = interpret(tossup_state(), toss(*["green"] * 4, *["red"] * 6))
+    assert result.ok
+    assert result.events == [{"type": "roll", "dice": ["green"] * 4 + ["red"] * 6}]
+
+
+@pytest.mark.parametrize("count, hint", [(9, "roll every die"), (11, "set aside the greens")])
+def test_tossup_wrong_number_of_dice(count, hint):
+    result = interpret(tossup_state(), toss(*["yellow"] * count))
+    assert not result.ok and result.events == []
+    assert result.problems[0].code == "count"
+    assert "10 dice in hand" in result.problems[0].message and hint in result.problems[0].message
+
+
+def test_tossup_cocked_and_unsure_dice_are_flagged_with_their_indexes():
+    result = interpret(tossup_state(), toss("green", "unsure", *["red"] * 7, "yellow", cocked={2}))
+    codes = {p.code: p.dice for p in result.problems}
+    assert codes == {"cocked": (2,), "unsure": (1,)}
+    assert result.events == []
+
+
+def test_tossup_reading_when_no_roll_is_due_or_the_wrong_dice():
+    game = new_game("tossup", players=["Ann", "Bob"], target=1)
+    play(game, {"type": "roll", "dice": ["green"] * 2 + ["red"] * 8}, {"type": "stop"})
+    play(game, {"type": "roll", "dice": ["red"] * 10})
+    assert interpret(game.state(), toss("green")).problems[0].code == "not_now"
+    assert interpret(tossup_state(), tally(red="50")).problems[0].code == "wrong_set"
+
+
+def tally_game(*events, **options):
+    return play(new_game("tallyup", players=["Ann", "Bob"], **options), *events)
+
+
+def test_first_main_roll_chooses_the_dice_and_rolls_them():
+    result = interpret(tally_game().state(), tally(red="50", blue="star", purple="(20)"))
+    assert result.events == [
+        {"type": "choose", "dice": ["red", "blue", "purple"]},
+        tally_roll(red="50", blue="star", purple="(20)"),
+    ]
+
+
+def test_first_main_roll_needs_three_different_dice():
+    assert interpret(tally_game().state(), tally(red="50", blue="star")).problems[0].code == "count"
+    dup = [{"die": "red", "face": "50"}, {"die": "red", "face": "100"}, {"die": "blue", "face": "10"}]
+    assert interpret(tally_game().state(), dup).problems[0].code == "duplicate"
+    unknown = [{"die": None, "face": None}, {"die": "red", "face": "100"}, {"die": "blue", "face": "10"}]
+    assert interpret(tally_game().state(), unknown).problems[0].dice == (0,)
+
+
+def test_later_main_rolls_must_show_the_chosen_dice_and_ignore_a_resting_up_die():
+    game = tally_game(choose("red", "blue", "purple"), tally_roll(red="50", blue="10", purple="20"), reveal())
+    dice = tally(red="100", blue="10", purple="star") + [{"die": "up", "face": "x2"}]
+    assert interpret(game.state(), dice).events == [tally_roll(red="100", blue="10", purple="star")]
+    wrong = interpret(game.state(), tally(red="100", blue="10", green="40"))
+    assert {p.code for p in wrong.problems} == {"wrong_dice", "count"}
+    assert wrong.events == []
+
+
+def test_up_die_reading_and_bonus_roll_beside_the_resting_main_dice():
+    game = tally_game(choose("red", "blue", "purple"), tally_roll(red="(50)", blue="10", purple="20"), reveal())
+    main = tally(red="(50)", blue="10", purple="20")
+    assert interpret(game.state(), main).problems[0].message == "roll the Up Die"
+    assert interpret(game.state(), main + [{"die": "up", "face": "+2"}]).events == [up("+2")]
+    game.apply(up("+2"))
+    bonus = interpret(game.state(), main + tally(orange="60", green="star"))
+    assert bonus.events == [tally_roll(orange="60", green="star")]
+    short = interpret(game.state(), main + tally(orange="60"))
+    assert short.problems[0].code == "count" and "2 bonus dice" in short.problems[0].message
+
+
+def test_cocked_up_die_and_waiting_for_decisions():
+    game = tally_game(choose("red", "blue", "purple"), tally_roll(red="(50)", blue="10", purple="20"), reveal())
+    cocked = [{"die": "up", "face": "x2", "cocked": True}]
+    assert interpret(game.state(), cocked).problems[0].code == "cocked"
+    waiting = tally_game(choose("red", "blue", "purple"), tally_roll(red="50", blue="10", purple="20"))
+    assert interpret(waiting.state(), tally(red="50")).problems[0].code == "not_now"
+
+
+def test_append_all_is_all_or_nothing(tmp_path):
+    with GameStore.in_dir(tmp_path) as store:
+        game_id = store.create("tallyup", ["Ann", "Bob"]).record.id
+        bad = [choose("red", "blue", "purple"), tally_roll(red="50", blue="10", green="40")]
+        with pytest.raises(RuleError):
+            store.append_all(game_id, bad, reading={"image": "r.jpg"})
+        assert store.get(game_id).version == 0
+        good = interpret(store.get(game_id).state(), tally(red="50", blue="10", purple="20")).events
+        loaded = store.append_all(game_id, good, reading={"image": "r.jpg"}, expected_version=0)
+        assert loaded.version == 2
+        assert [e.reading for e in loaded.events] == [None, {"image": "r.jpg"}]
+        assert loaded.state()["running_total"] == 80
