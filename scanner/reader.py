@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,18 +38,13 @@ class Scanner:
 
 
 def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
-    """A scanner for `dice_set`, tuned by a calibration profile when one is given."""
-    profile: dict[str, Any] = {}
-    tossup = TossUpParams()
-    if profile_path is not None:
-        try:
-            profile = json.loads(Path(profile_path).read_text())
-        except (OSError, json.JSONDecodeError) as error:
-            raise ValueError(f"cannot read profile {profile_path}: {error}") from error
-        overrides = profile.get("tossup", {}).get("params", {})
-        known = {f.name for f in dataclasses.fields(TossUpParams)}
-        unknown = set(overrides) - known
-        if unknown:
-            raise ValueError(f"profile {profile_path}: unknown tossup.params {sorted(unknown)}")
-        tossup = dataclasses.replace(tossup, **overrides)
-    return Scanner(dice_set=dice_set, tossup=tossup, profile=profile)
+    """A scanner for `dice_set`, tuned by a calibration profile when one is given.
+
+    Raises ValueError (a ProfileError) naming the field at fault for a bad profile.
+    """
+    if profile_path is None:
+        return Scanner(dice_set=dice_set)
+    from calibration.profile import load_profile  # calibration builds on the scanner, not the reverse
+
+    profile = load_profile(profile_path)
+    return Scanner(dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json())
