@@ -30,12 +30,13 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per image and line.")
 def scan_command(images: tuple[Path, ...], dice_set: str, profile: Path | None, as_json: bool) -> None:
     """Read the dice in photos."""
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # our own message says it better
     scanner = _scanner(dice_set, profile)
     failed = 0
     for path in images:
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR) if path.is_file() else None
         if image is None:
-            reason = "no such file" if not path.exists() else "not a readable image"
+            reason = "not a readable image" if path.is_file() else "no such file"
             click.echo(f"dicetray scan: {path}: {reason}; skipped", err=True)
             failed += 1
             continue

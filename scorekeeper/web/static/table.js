@@ -1,0 +1,460 @@
+/* Table page (tablet beside the tray): the whole game, live, with every host control. */
+"use strict";
+(function () {
+  var root = document.getElementById("app");
+  var gameId = root.getAttribute("data-game");
+  var base = "/api/games/" + encodeURIComponent(gameId);
+  var main = document.getElementById("main");
+  var esc = DT.esc;
+
+  var view = null;         // the latest stream message
+  var secret = null;       // who has chosen IN/OUT (never what)
+  var pad = null;          // what the dice pad holds, reset on every new version
+  var padVersion = -1;
+  var revealOut = [];      // players the table marks OUT for a direct reveal
+  var busy = false;
+
+  var live = DT.live(gameId, {
+    onView: function (v) {
+      if (view && v.version < view.version) return;  // a late refresh must not undo newer news
+      view = v;
+      secret = v.secret;
+      render();
+    },
+    onChoices: function (p) { if (view && p && p.version === view.version) { secret = p; render(); } },
+  });
+
+  // ---- actions -----------------------------------------------------------------------------
+
+  function act(method, url, body, done) {
+    if (busy) return;
+    busy = true;
+    document.body.classList.add("busy");
+    DT.hostApi(method, url, body).then(function (result) {
+      if (done) done(result);
+      var seen = result.version;
+      setTimeout(function () { if (view && seen !== undefined && view.version < seen) live.refresh(); }, 1500);
+    }).catch(function (error) {
+      DT.toast(DT.explain(error), "error");
+      if (error.status === 409) live.refresh();
+    }).then(function () {
+      busy = false;
+      document.body.classList.remove("busy");
+      updateHostUi();
+    });
+  }
+
+  function sendEvent(event) { act("POST", base + "/events", { event: event, version: view.version }); }
+
+  document.getElementById("undo").addEventListener("click", function () {
+    if (!view) return;
+    act("POST", base + "/undo", { version: view.version }, function () { DT.toast("Undone ↶"); });
+  });
+  document.getElementById("becomehost").addEventListener("click", function () {
+    DT.hostApi("GET", "/api/whoami").then(function (who) {
+      if (who.role !== "host") { DT.forgetHost(); DT.toast("That is not the host token.", "error"); }
+      updateHostUi(); render();
+    }).catch(function (e) { DT.toast(DT.explain(e), "error"); });
+  });
+
+  function updateHostUi() {
+    var host = DT.isHost();
+    document.getElementById("undo").classList.toggle("hidden", !host);
+    document.getElementById("undo").disabled = busy || !view || view.events === 0;
+    document.getElementById("watchnote").classList.toggle("hidden", host);
+    var over = view && view.state.over;
+    if (host && !over && !document.getElementById("joincode").textContent) loadInvite();
+    if (over) document.getElementById("joincard").classList.add("hidden");
+  }
+
+  var inviteAsked = false;
+  function loadInvite() {
+    if (inviteAsked) return;
+    inviteAsked = true;
+    DT.api("GET", base + "/invite", undefined, "host").then(function (invite) {
+      document.getElementById("joincode").textContent = invite.code;
+      document.getElementById("joinurl").textContent = invite.url;
+      document.getElementById("qr").innerHTML = invite.svg;
+      document.getElementById("joincard").classList.remove("hidden");
+    }).catch(function () { inviteAsked = false; /* not the host (yet): no invite shown */ });
+  }
+
+  // ---- rendering -----------------------------------------------------------------------------
+
+  function render() {
+    if (!view) return;
+    var s = view.state;
+    if (padVersion !== view.version) { pad = null; padVersion = view.version; revealOut = []; }
+    var tossup = s.game === "tossup";
+    document.getElementById("subtitle").textContent = s.over ? "game over" :
+      (tossup ? "turn " + s.turn : "round " + s.round) + (s.options.high_stakes ? " · high stakes" : "");
+    document.getElementById("target").textContent = tossup ? "Game ends after someone is over " + s.options.target +
+      (s.final_round && !s.over ? " — last turns: " + s.last_turns_left.join(", ") : "") :
+      (s.options.one_turn_each ? "One turn each" : "Target " + s.options.target);
+    renderScores(s);
+    var html = s.over ? gameOver(s) : (tossup ? tossupMain(s) : tallyMain(s));
+    main.innerHTML = html;
+    outlineDice();
+    document.body.setAttribute("data-version", String(view.version));
+    document.body.setAttribute("data-phase", s.over ? "over" : (s.phase || s.expects.join(",")));
+    updateHostUi();
+  }
+
+  function renderScores(s) {
+    var tally = s.game === "tallyup";
+    var reveal = tally && s.phase === "reveal";
+    document.getElementById("scores").innerHTML = s.players.map(function (p) {
+      var active = !s.over && p.name === s.active;
+      var badges = "";
+      if (tally && !s.over) {
+        var isIn = s["in"].indexOf(p.name) >= 0;
+        badges += isIn ? '<span class="badge in">IN</span>' : '<span class="badge out">OUT</span>';
+        if (reveal && isIn && secret) {
+          badges += secret.chosen.indexOf(p.name) >= 0 ? '<span class="badge chosen">chosen ✓</span>' :
+            '<span class="badge waiting">thinking…</span>';
+        }
+      }
+      var winner = s.over && s.winners.indexOf(p.name) >= 0;
+      return '<li class="' + (active ? "active" : "") + (winner ? " winner" : "") + '" data-player="' + esc(p.name) + '">' +
+        '<span class="turnmark" aria-label="' + (active ? "their turn" : "") + '">' + (active ? "▶" : "") + "</span>" +
+        '<span class="pl"><span class="name">' + esc(p.name) + '</span><span class="badges">' + badges + "</span></span>" +
+        '<span class="score">' + p.score + "</span></li>";
+    }).join("");
+  }
+
+  function gameOver(s) {
+    var best = Math.max.apply(null, s.players.map(function (p) { return p.score; }));
+    var text = s.winners.length > 1 ? s.winners.join(" & ") + " share the win with " + best + "!" :
+      s.winners[0] + " wins with " + best + "!";
+    return '<div class="banner" id="winner">★ ' + esc(text) + "</div>" + '<section class="card">' + lastPanel(s) + "</section>" +
+      '<div class="row"><a class="button primary huge" href="/">New game</a>' +
+      '<a class="button huge" href="/games/' + esc(gameId) + '/history">History &amp; dice stats</a></div>';
+  }
+
+  function oddsPanel() {
+    if (!view.odds.length) return "";
+    return '<div class="odds" id="odds">' + view.odds.map(function (line) {
+      var value = line.percent !== undefined ? line.percent.toFixed(1) + " %" : (line.value > 0 ? "+" : "") + line.value;
+      return '<div class="odd" data-key="' + esc(line.key) + '"><b>' + esc(value) + "</b><span>" + esc(line.label) + "</span></div>";
+    }).join("") + "</div>";
+  }
+
+  // The latest roll (tap a die to correct it) and what the latest event did.
+  function lastPanel(s) {
+    var html = '<div class="lastroll" id="last">';
+    var message = outcomeText(s);
+    if (message) html += '<p class="outcome ' + message[1] + '" id="outcome">' + esc(message[0]) + "</p>";
+    var roll = view.last_roll;
+    if (roll) {
+      var host = DT.isHost() && !s.over;
+      html += '<div class="muted small">Last roll' + (roll.edited ? ' <span class="edited">corrected</span>' : "") +
+        (host ? " · tap a die to correct it" : "") + "</div>";
+      if (roll.reading && typeof roll.reading.image === "string") {
+        html += '<div class="photowrap"><img class="photo" id="rollphoto" alt="photo of the last roll" src="' +
+          esc(roll.reading.image) + '"><svg class="outlines" id="outlines" aria-hidden="true"></svg></div>';
+      }
+      html += '<div class="dice" id="lastdice">' + rollTiles(roll.event, host) + "</div>";
+    } else if (!message) {
+      html += '<p class="muted">No roll yet.</p>';
+    }
+    return html + "</div>";
+  }
+
+  // Outline every die the camera found on the roll's photo, labelled with its reading.
+  function outlineDice() {
+    var img = document.getElementById("rollphoto");
+    if (!img) return;
+    var dice = (view.last_roll.reading.dice || []).filter(function (d) { return d.corners && d.corners.length; });
+    function draw() {
+      var svg = document.getElementById("outlines");
+      var w = img.naturalWidth, h = img.naturalHeight;
+      if (!svg || !w) return;
+      var size = Math.max(12, Math.round(w / 30));
+      svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+      svg.innerHTML = dice.map(function (d) {
+        var points = d.corners.map(function (c) { return c[0] + "," + c[1]; }).join(" ");
+        var top = d.corners.reduce(function (a, c) { return c[1] < a[1] ? c : a; });
+        // Short labels: the printed face, and a question mark only where the camera is unsure.
+        var label = (d.face || "?").replace("x2", "×2") + (d.cocked ? " cocked?" : d.confidence < 0.8 ? " ?" : "");
+        return '<polygon class="' + (d.cocked ? "cocked" : "") + '" points="' + esc(points) + '" vector-effect="non-scaling-stroke"/>' +
+          '<text x="' + top[0] + '" y="' + Math.max(size, top[1] - 4) + '" font-size="' + size + '">' + esc(label) + "</text>";
+      }).join("");
+    }
+    if (img.complete) draw(); else img.addEventListener("load", draw);
+  }
+
+  function rollTiles(event, tappable) {
+    var attrs = function (i) { return tappable ? 'data-fix="' + i + '" tabindex="0"' : ""; };
+    var cls = tappable ? "tappable" : "";
+    if (event.type === "up") return DT.dieTile("up", event.face, attrs(0), cls);
+    return event.dice.map(function (d, i) {
+      return typeof d === "string" ? DT.dieTile("tossup", d, attrs(i), cls) : DT.dieTile(d.die, d.face, attrs(i), cls);
+    }).join("");
+  }
+
+  function outcomeText(s) {
+    var last = s.last;
+    if (!last) return null;
+    if (s.game === "tossup") {
+      if (last.outcome === "red_light") return ["✗ RED LIGHT! " + last.player + " scores nothing this turn.", "bad"];
+      if (last.outcome === "caution") return ["⚠ Caution: no green, no red. Roll again or stop.", "warn"];
+      if (last.outcome === "greens") return ["✔ " + last.player + " set aside " + last.points + " green" + (last.points === 1 ? "" : "s") + ".", "good"];
+      if (last.outcome === "stop") return [""+ last.player + " stopped and banked " + last.points + ".", "good"];
+      return null;
+    }
+    var over = last.round_over ? " The round is over." : "";
+    if (last.kind === "choose") return [last.player + " chose " + last.dice.join(", ") + ".", "good"];
+    if (last.kind === "main_roll" || last.kind === "bonus_roll") {
+      var what = last.kind === "bonus_roll" ? "Bonus roll" : "Roll";
+      if (last.outcome === "bust") return ["✗ BUST! " + what + " shows " + last.stars + " stars." + over, "bad"];
+      if (last.outcome === "tally_up") return ["★★★ TALLY UP! Shout it!", "warn"];
+      return ["✔ " + what + " +" + last.points + (last.circled ? " · circled: the Up Die comes" : "") + ".", "good"];
+    }
+    if (last.kind === "tally_up") return ["★ " + last.player + " shouted Tally Up! first (+200; everyone still IN +100).", "good"];
+    if (last.kind === "reveal") {
+      return [(last.out.length ? "Revealed: " + last.out.join(", ") + " OUT, banking " + last.banked + "." :
+        "Revealed: everyone stays IN.") + (last.round_over ? " Everyone is OUT: the round is over." : ""), "good"];
+    }
+    if (last.kind === "up") return ["Up Die: " + last.face.replace("x2", "×2") + ".", "good"];
+    return null;
+  }
+
+  // ---- Toss Up -------------------------------------------------------------------------------
+
+  function tossupMain(s) {
+    var host = DT.isHost();
+    var html = '<section class="card now"><div class="nowleft">' +
+      '<div class="who" id="who"><em>' + esc(s.active) + "</em>’s turn" + (s.final_round ? ' <span class="badge waiting">final round</span>' : "") + "</div>" +
+      '<div class="status"><div class="bignum" id="turnpoints"><small>turn points</small>' + s.turn_points + "</div>" +
+      '<div class="bignum" id="inhand"><small>dice in hand</small>' + s.dice_in_hand + "</div></div>" +
+      (s.dice_set_aside ? '<div class="dice setaside" aria-label="' + s.dice_set_aside + ' set aside">' +
+        repeat(DT.dieTile("tossup", "green", "", "mini"), s.dice_set_aside) + '<span class="muted small">set aside</span></div>' : "") +
+      '</div><div class="nowright">' + lastPanel(s) + "</div></section>";
+    var canStop = s.expects.indexOf("stop") >= 0;
+    html += '<div class="row actions">' + oddsPanel() + (host ? '<button type="button" class="good huge" id="stop"' +
+      (canStop ? "" : " disabled") + ">Stop &amp; bank " + s.turn_points + "</button>" : "") + "</div>";
+    if (host) html += tossupPad(s);
+    return html;
+  }
+
+  function repeat(text, n) { var out = ""; for (var i = 0; i < n; i++) out += text; return out; }
+
+  function tossupPad(s) {
+    if (!pad) pad = { green: 0, yellow: 0, red: 0 };
+    var total = pad.green + pad.yellow + pad.red;
+    var need = s.dice_in_hand;
+    var html = '<section class="card pad" id="pad"><div class="steppers">';
+    ["green", "yellow", "red"].forEach(function (face) {
+      html += '<div class="stepper"><div class="row">' + DT.dieTile("tossup", face, "", "small") + '<span class="facename">' + face + "</span></div>" +
+        '<div class="row"><button type="button" data-step="' + face + '" data-by="-1" aria-label="one ' + face + ' fewer"' + (pad[face] ? "" : " disabled") + ">−</button>" +
+        '<span class="count" id="count-' + face + '">' + pad[face] + "</span>" +
+        '<button type="button" data-step="' + face + '" data-by="1" aria-label="one ' + face + ' more"' + (total < need ? "" : " disabled") + ">+</button></div></div>";
+    });
+    var ready = total === need;
+    html += '</div><div class="row"><button type="button" class="primary huge" id="enterroll"' + (ready ? "" : " disabled") + ">Enter roll: " +
+      total + " of " + need + " dice</button>" +
+      '<button type="button" id="fillrest" class="ghost"' + (total < need ? "" : " disabled") + ">Rest yellow</button>" +
+      '<button type="button" id="clearpad" class="ghost">Clear</button></div></section>';
+    return html;
+  }
+
+  // ---- Tally Up ------------------------------------------------------------------------------
+
+  function tallyMain(s) {
+    var host = DT.isHost();
+    var html = '<section class="card now"><div class="nowleft">' +
+      '<div class="who" id="who"><em>' + esc(s.active) + "</em> rolls</div>" +
+      '<div class="status"><div class="bignum' + (s.running_total < 0 ? " neg" : "") + '" id="running"><small>running total</small>' + s.running_total + "</div>" +
+      (s.chosen.length ? '<div><div class="muted small">chosen dice</div><div class="dice">' +
+        s.chosen.map(function (d) { return chosenTile(d); }).join("") + "</div></div>" : "") +
+      '</div></div><div class="nowright">' + lastPanel(s) + "</div></section>";
+    html += '<div class="row actions">' + oddsPanel() + "</div>";
+    var phase = s.phase;
+    if (phase === "choose") html += host ? choosePad(s) : prompt(s.active + " chooses three dice.");
+    else if (phase === "main_roll") html += host ? rollPad(s, s.chosen, 3, "Roll the three chosen dice") : prompt("Waiting for the roll.");
+    else if (phase === "tally_up") html += tallyUpPanel(s, host);
+    else if (phase === "reveal") html += revealPanel(s, host);
+    else if (phase === "up") html += host ? upPad() : prompt("Roll the Up Die.");
+    else if (phase === "bonus_roll") html += host ? rollPad(s, s.unchosen, s.bonus_dice, "Bonus roll: " + s.bonus_dice + " of the unchosen dice") : prompt("Bonus roll.");
+    return html;
+  }
+
+  function chosenTile(die) {
+    return '<span class="die small tally d-' + esc(die) + '" role="img" aria-label="' + esc(die) + ' die"><i class="tag"></i><b class="face">' +
+      esc(die.charAt(0).toUpperCase()) + "</b></span>";
+  }
+
+  function prompt(text) { return '<p class="prompt">' + esc(text) + "</p>"; }
+
+  function choosePad(s) {
+    if (!pad) pad = { chosen: [] };
+    var html = '<section class="card pad" id="pad"><p class="prompt">' + esc(s.active) + ": choose three dice for this round</p><div class=\"padrow\">";
+    DT.TALLY_DICE.forEach(function (die) {
+      var sel = pad.chosen.indexOf(die) >= 0;
+      html += '<button type="button" class="choosebtn' + (sel ? " sel" : "") + '" data-choose="' + die + '" aria-pressed="' + sel + '">' +
+        chosenTile(die) + "<span>" + die + "</span></button>";
+    });
+    return html + '</div><button type="button" class="primary huge" id="confirmchoose"' + (pad.chosen.length === 3 ? "" : " disabled") +
+      ">Play these three ▶</button></section>";
+  }
+
+  // Face buttons per die; `count` of the listed dice must get a face (a bonus roll uses only some).
+  function rollPad(s, dice, count, title) {
+    if (!pad) pad = { faces: {} };
+    var picked = Object.keys(pad.faces).length;
+    var html = '<section class="card pad" id="pad"><h3>' + esc(title) + "</h3>";
+    dice.forEach(function (die) {
+      html += '<div class="padrow" data-die="' + die + '"><span class="label">' + die + "</span>";
+      DT.TALLY_FACES[die].forEach(function (face) {
+        var sel = pad.faces[die] === face;
+        html += '<button type="button" class="facebtn' + (sel ? " sel" : "") + '" data-die="' + die + '" data-face="' + esc(face) +
+          '" aria-pressed="' + sel + '" aria-label="' + die + " " + esc(DT.faceName(face)) + '">' + DT.dieTile(die, face, "", "") + "</button>";
+      });
+      html += "</div>";
+    });
+    var ready = picked === count;
+    return html + '<button type="button" class="primary huge" id="enterroll"' + (ready ? "" : " disabled") + ">Enter roll" +
+      (ready ? "" : " (" + picked + " of " + count + " dice)") + "</button></section>";
+  }
+
+  function upPad() {
+    return '<section class="card pad" id="pad"><p class="prompt">Roll the Up Die and tap what it shows</p><div class="padrow">' +
+      DT.TALLY_FACES.up.map(function (face) {
+        return '<button type="button" class="facebtn" data-up="' + esc(face) + '" aria-label="Up Die ' + esc(face) + '">' +
+          DT.dieTile("up", face, "", "big") + "</button>";
+      }).join("") + "</div></section>";
+  }
+
+  function tallyUpPanel(s, host) {
+    var html = '<div class="banner shout" id="tallyup">★ ★ ★ TALLY UP! Who shouted first?</div>';
+    if (!host) return html;
+    return html + '<section class="card"><div class="padrow">' + s.players.map(function (p) {
+      return '<button type="button" class="huge" data-shout="' + esc(p.name) + '">★ ' + esc(p.name) + "</button>";
+    }).join("") + "</div></section>";
+  }
+
+  function revealPanel(s, host) {
+    var before = s.reveal_before === "up" ? "before the Up Die" : "before the next roll";
+    var waiting = secret ? secret.waiting : s["in"];
+    var html = '<section class="card" id="reveal"><p class="prompt">IN or OUT? Everyone still IN decides ' + before + ".</p>" +
+      '<p class="small">Phones choose in secret; all choices show at once.' +
+      (waiting.length ? ' Still thinking: <b id="waiting">' + esc(waiting.join(", ")) + "</b>" : "") + "</p>";
+    if (host) {
+      html += '<div class="padrow"><span class="label small">No phone?</span>' + waiting.map(function (name) {
+        return '<button type="button" data-secret="' + esc(name) + '">Secret: ' + esc(name) + "</button>";
+      }).join("") + "</div>";
+      html += '<div class="padrow"><span class="label small">Or tap who goes OUT</span>' + s["in"].map(function (name) {
+        var out = revealOut.indexOf(name) >= 0;
+        return '<button type="button" class="toggle' + (out ? " sel" : "") + '" data-toggle="' + esc(name) + '" aria-pressed="' + out + '">' + esc(name) + "</button>";
+      }).join("") + '</div><div class="row" style="margin-top:10px"><button type="button" class="primary huge" id="revealnow">Reveal: ' +
+        (revealOut.length ? esc(revealOut.join(", ")) + " OUT" : "everyone stays IN") + "</button></div>";
+    }
+    return html + "</section>";
+  }
+
+  function secretChoice(name) {
+    var overlay = document.createElement("div");
+    overlay.className = "modal";
+    overlay.innerHTML = '<div class="sheet"><h2>' + esc(name) + ", choose in secret</h2>" +
+      '<p class="muted">Others, look away! The choice stays hidden until everyone has chosen.</p>' +
+      '<div class="decide"><button type="button" class="good" data-c="in">IN ✓<small>keep playing</small></button>' +
+      '<button type="button" class="bad" data-c="out">OUT ✗<small>bank ' + view.state.running_total + "</small></button></div>" +
+      '<button type="button" class="button ghost cancel" style="margin-top:12px">Cancel</button></div>';
+    overlay.addEventListener("click", function (event) {
+      var b = event.target.closest("[data-c]");
+      if (b) {
+        document.body.removeChild(overlay);
+        act("POST", base + "/choices", { player: name, choice: b.getAttribute("data-c"), version: view.version }, function (r) {
+          DT.toast(r.revealed ? "Everyone has chosen: revealed!" : name + " has chosen.");
+        });
+      } else if (event.target === overlay || event.target.closest(".cancel")) {
+        document.body.removeChild(overlay);
+      }
+    });
+    document.body.appendChild(overlay);
+  }
+
+  // ---- taps --------------------------------------------------------------------------------------
+
+  main.addEventListener("click", function (event) {
+    if (!view || !DT.isHost()) return;
+    var s = view.state;
+    var t = event.target;
+    var el;
+    if ((el = t.closest("[data-step]"))) {
+      pad[el.getAttribute("data-step")] += +el.getAttribute("data-by");
+      return render();
+    }
+    if (t.closest("#clearpad")) { pad = null; return render(); }
+    if (t.closest("#fillrest")) { pad.yellow += s.dice_in_hand - pad.green - pad.yellow - pad.red; return render(); }
+    if (t.closest("#stop")) return sendEvent({ type: "stop" });
+    if (t.closest("#enterroll")) {
+      if (s.game === "tossup") {
+        var dice = [];
+        ["green", "yellow", "red"].forEach(function (f) { for (var i = 0; i < pad[f]; i++) dice.push(f); });
+        return sendEvent({ type: "roll", dice: dice });
+      }
+      var order = s.phase === "main_roll" ? s.chosen : s.unchosen;
+      return sendEvent({ type: "roll", dice: order.filter(function (d) { return pad.faces[d]; }).map(function (d) {
+        return { die: d, face: pad.faces[d] };
+      }) });
+    }
+    if ((el = t.closest("[data-choose]"))) {
+      var die = el.getAttribute("data-choose");
+      var at = pad.chosen.indexOf(die);
+      if (at >= 0) pad.chosen.splice(at, 1); else if (pad.chosen.length < 3) pad.chosen.push(die);
+      return render();
+    }
+    if (t.closest("#confirmchoose")) return sendEvent({ type: "choose", dice: pad.chosen.slice() });
+    if ((el = t.closest(".facebtn[data-die]"))) {
+      var d = el.getAttribute("data-die"), f = el.getAttribute("data-face");
+      var limit = s.phase === "bonus_roll" ? s.bonus_dice : 3;
+      if (pad.faces[d] === f) delete pad.faces[d];
+      else if (pad.faces[d] || Object.keys(pad.faces).length < limit) pad.faces[d] = f;
+      else DT.toast("Only " + limit + " dice are rolled: tap a chosen face again to clear it.");
+      return render();
+    }
+    if ((el = t.closest("[data-up]"))) return sendEvent({ type: "up", face: el.getAttribute("data-up") });
+    if ((el = t.closest("[data-shout]"))) return sendEvent({ type: "tally_up", player: el.getAttribute("data-shout") });
+    if ((el = t.closest("[data-toggle]"))) {
+      var name = el.getAttribute("data-toggle");
+      var i = revealOut.indexOf(name);
+      if (i >= 0) revealOut.splice(i, 1); else revealOut.push(name);
+      return render();
+    }
+    if (t.closest("#revealnow")) {
+      return sendEvent({ type: "reveal", out: s["in"].filter(function (n) { return revealOut.indexOf(n) >= 0; }) });
+    }
+    if ((el = t.closest("[data-secret]"))) return secretChoice(el.getAttribute("data-secret"));
+    if ((el = t.closest("[data-fix]"))) return correct(+el.getAttribute("data-fix"));
+  });
+
+  // A tap on a die of the last roll: pick the right face, then the server re-folds the game.
+  function correct(position) {
+    var roll = view.last_roll;
+    var event = JSON.parse(JSON.stringify(roll.event));
+    var die, current;
+    if (event.type === "up") { die = "up"; current = event.face; }
+    else if (typeof event.dice[position] === "string") { die = "tossup"; current = event.dice[position]; }
+    else { die = event.dice[position].die; current = event.dice[position].face; }
+    DT.pickFace(die, current, "Correct this " + (die === "tossup" ? "die" : die + " die")).then(function (face) {
+      if (!face || face === current) return;
+      if (event.type === "up") event.face = face;
+      else if (die === "tossup") event.dice[position] = face;
+      else event.dice[position].face = face;
+      act("PUT", base + "/events/" + roll.index, { event: event, version: view.version }, function () {
+        DT.toast("Corrected ✎");
+      });
+    });
+  }
+
+  // A token kept from an earlier server run may be stale: check it once, quietly.
+  if (DT.isHost()) {
+    DT.api("GET", "/api/whoami", undefined, "host").then(function (who) {
+      if (who.role !== "host") DT.forgetHost();
+    }).catch(function (error) {
+      if (error.status === 401) DT.forgetHost();
+    }).then(function () { updateHostUi(); render(); });
+  }
+  updateHostUi();
+})();

@@ -1,0 +1,76 @@
+"""`dicetray serve` as a real process, `dicetray bench web` in miniature, and the CLI's help."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from scorekeeper.cli import main
+
+
+def test_help_lists_serve_and_bench():
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    assert "serve" in result.output and "bench" in result.output
+    result = CliRunner().invoke(main, ["serve", "--help"])
+    assert "--host-token" in result.output and "DICETRAY_HOST_TOKEN" in result.output
+
+
+def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):
+    env = {**os.environ, "DICETRAY_HOST_TOKEN": "from-env-token", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scorekeeper.cli", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--data", str(tmp_path / "data")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    try:
+        lines = []
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Host (table) URL"):
+                break
+        host_line = lines[-1]
+        assert host_line.rstrip().endswith("?host=from-env-token"), lines
+        base = host_line.split(": ", 1)[1].split("/?host=")[0]
+        assert base.startswith("http://127.0.0.1:")
+        request = urllib.request.Request(
+            f"{base}/api/games", method="POST",
+            data=json.dumps({"game": "tossup", "players": ["Ann", "Bob"]}).encode(),
+            headers={"Authorization": "Bearer from-env-token", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 201
+        with urllib.request.urlopen(f"{base}/api/games", timeout=10) as response:
+            assert len(json.load(response)["games"]) == 1
+        with urllib.request.urlopen(f"{base}/", timeout=10) as response:
+            assert b"<html" in response.read()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=20)
+    assert process.returncode == 0, out
+    assert "stopping" in out
+    assert (tmp_path / "data" / "games.sqlite3").exists()
+
+
+def test_bench_web_reports_median_and_p95():
+    result = CliRunner().invoke(main, ["bench", "web", "--clients", "3", "--events", "4", "--timeout", "30"])
+    assert result.exit_code == 0, result.output
+    assert "3 stream clients, 4 events" in result.output
+    assert "median" in result.output and "p95" in result.output
+
+
+def test_bench_percentiles():
+    from scorekeeper.web.bench import BenchResult, _percentile
+
+    assert _percentile(list(map(float, range(1, 101))), 95) == 95.0
+    assert _percentile([], 95) != _percentile([], 95)  # NaN
+    empty = BenchResult(1, 0, [], [], True)
+    assert empty.median_ms != empty.median_ms and empty.post_median_ms != empty.post_median_ms

@@ -1,0 +1,129 @@
+"""Small pieces of the web package on their own: statistics, odds lines, auth, the serve command."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from scorekeeper.rules import new_game
+from scorekeeper.web.auth import Auth, Caller, new_join_code, normalise_join_code
+from scorekeeper.web.stats import chi_square_survival, die_stats, face_probabilities, game_stats
+from scorekeeper.web.views import odds
+
+
+@pytest.mark.parametrize("x, dof, p", [(3.841459, 1, 0.05), (5.991465, 2, 0.05), (11.0705, 5, 0.05),
+                                       (0.5, 3, 0.918891), (20.0, 2, 4.539993e-05), (1.0, 1, 0.3173105)])
+def test_chi_square_survival_matches_tables(x, dof, p):
+    assert math.isclose(chi_square_survival(x, dof), p, rel_tol=1e-4)
+    assert chi_square_survival(0.0, dof) == 1.0
+
+
+def test_die_stats_verdicts():
+    assert die_stats("red", []).verdict == "no rolls yet"
+    few = die_stats("tossup", ["green"] * 5)
+    assert few.verdict == "too few rolls" and "30" in few.summary
+    fair = die_stats("tossup", ["green"] * 30 + ["yellow"] * 20 + ["red"] * 10)
+    assert fair.verdict == "looks fair" and fair.p_value == pytest.approx(1.0)
+    assert die_stats("tossup", ["green"] * 20 + ["yellow"] * 28 + ["red"] * 12).verdict == "suspicious"
+    loaded = die_stats("up", ["x2"] * 60)
+    assert loaded.verdict == "looks unfair" and loaded.as_json()["faces"][5]["observed"] == 60
+    assert face_probabilities("purple") == {"star": Fraction(1, 6), "(20)": Fraction(1, 3), "20": Fraction(1, 2)}
+    assert [d.die for d in game_stats("tallyup", [{"type": "up", "face": "+1"}, {"type": "stop"}])] == [
+        "red", "orange", "yellow", "green", "blue", "purple", "up"]
+
+
+def _tally(events, **options):
+    game = new_game("tallyup", ["Ann", "Bob"], **options)
+    for event in events:
+        game.apply(event)
+    return game.state()
+
+
+CHOOSE = {"type": "choose", "dice": ["red", "blue", "green"]}
+CIRCLED = {"type": "roll", "dice": [{"die": "red", "face": "(50)"}, {"die": "blue", "face": "10"},
+                                    {"die": "green", "face": "40"}]}
+
+
+def test_odds_lines_follow_the_phase():
+    assert odds(_tally([])) == []  # nothing chosen yet
+    assert {line["key"] for line in odds(_tally([CHOOSE]))} == {"bust", "expected_points"}
+    assert {line["key"] for line in odds(_tally([CHOOSE], high_stakes=True))} == {"bust", "loss", "expected_points"}
+    before_up = odds(_tally([CHOOSE, CIRCLED]))
+    assert [line["key"] for line in before_up] == ["loss"] and "Up Die" in before_up[0]["label"]
+    high_up = odds(_tally([CHOOSE, CIRCLED], high_stakes=True))
+    assert [line["key"] for line in high_up] == ["loss"]
+    bonus = _tally([CHOOSE, CIRCLED, {"type": "reveal", "out": []}, {"type": "up", "face": "+1"}])
+    assert odds(bonus) == []
+    over = _tally([CHOOSE, CIRCLED, {"type": "reveal", "out": ["Ann"]}, {"type": "up", "face": "x2"},
+                   {"type": "reveal", "out": ["Bob"]}], one_turn_each=True)
+    assert over["phase"] == "choose"
+
+
+def test_auth_rejects_malformed_tokens_and_empty_host_token():
+    auth = Auth("host", b"secret")
+    players = {"g1": ["Ann", "Bob"]}.get
+    assert auth.identify(None, players) == Caller()
+    assert auth.identify("Bearer ", players).bad_token
+    assert auth.identify("Bearer host", players).host
+    token = auth.player_token("g1", 1, "Bob")
+    assert auth.identify(f"Bearer {token}", players) == Caller(game_id="g1", seat=1)
+    assert auth.identify(f"bearer {token}", players).seat == 1
+    assert auth.identify(f"Bearer {token}", {"g1": ["Ann", "Rob"]}.get).bad_token
+    assert auth.identify("Bearer p1.g1.x.sig", players).bad_token
+    with pytest.raises(ValueError):
+        Auth("", b"secret")
+    assert normalise_join_code(" kx pt ") == "KXPT"
+    assert new_join_code({"BBBB"}) != "BBBB"
+
+
+class _FakeServer:
+    effective_port = 4321
+
+    def __init__(self) -> None:
+        self.ran = False
+        self.closed = False
+
+    def run(self) -> None:
+        self.ran = True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_serve_command_wiring(monkeypatch, tmp_path: Path):
+    made: dict = {}
+
+    def fake_create_server(app, **kwargs):
+        made.update(kwargs, app=app)
+        made["server"] = _FakeServer()
+        return made["server"]
+
+    handlers: dict = {}
+    monkeypatch.setattr("waitress.create_server", fake_create_server)
+    monkeypatch.setattr("scorekeeper.cli.signal.signal", lambda sig, handler: handlers.setdefault(sig, handler))
+    result = CliRunner().invoke(
+        __import__("scorekeeper.cli", fromlist=["main"]).main,
+        ["serve", "--data", str(tmp_path), "--host-token", "tok", "--threads", "80"],
+    )
+    assert result.exit_code == 0, result.output
+    assert made["threads"] == 80 and made["host"] == "0.0.0.0" and made["port"] == 8000
+    assert made["server"].ran
+    assert ":4321/?host=tok" in result.output and "stopping" in result.output
+    assert made["app"].config["PUBLIC_URL"].endswith(":4321")
+    # The signal handler ends open streams, then stops waitress's loop.
+    handler = next(iter(handlers.values()))
+    with pytest.raises(KeyboardInterrupt):
+        handler(15, None)
+    result = CliRunner().invoke(__import__("scorekeeper.cli", fromlist=["main"]).main, ["serve", "--threads", "8"])
+    assert result.exit_code != 0 and "8" in result.output
+
+
+def test_lan_address_is_an_ipv4_address():
+    from scorekeeper.web.server import lan_address
+
+    parts = lan_address().split(".")
+    assert len(parts) == 4 and all(part.isdigit() for part in parts)
