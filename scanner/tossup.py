@@ -162,10 +162,10 @@ def _ring_and_core(shape: tuple[int, int], inset: Inset) -> tuple[tuple[slice, s
     hole = np.zeros((y1 - y0, x1 - x0), np.uint8)
     cv2.drawContours(hole, [local], -1, 255, -1)
     grow = max(2, int(inset.side * 0.18))
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))
+    kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * grow + 1, 2 * grow + 1))
     ring = cv2.dilate(hole, kernel) & ~hole
     shrink = max(1, int(inset.side * 0.12))
-    core = cv2.erode(hole, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * shrink + 1, 2 * shrink + 1)))
+    core = cv2.erode(hole, cv2.getStructuringElement(cv2.MORPH_RECT, (2 * shrink + 1, 2 * shrink + 1)))
     return (slice(y0, y1), slice(x0, x1)), ring, core
 
 

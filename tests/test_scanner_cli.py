@@ -1,0 +1,70 @@
+"""`dicetray scan` and `dicetray watch` on drawn dice: output format and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+from click.testing import CliRunner
+
+from scorekeeper.cli import main
+from tests.test_scanner_tossup_synthetic import BACKGROUNDS, LAYOUT, draw_tray
+
+
+def test_scan_prints_one_json_line_per_image_and_reports_bad_files(tmp_path):
+    good = tmp_path / "roll.jpg"
+    cv2.imwrite(str(good), draw_tray(BACKGROUNDS["green_felt"], LAYOUT))
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8 not really a jpeg")
+    result = CliRunner().invoke(
+        main, ["scan", str(broken), str(good), str(tmp_path / "missing.jpg"), "--dice", "tossup", "--json"]
+    )
+    assert result.exit_code == 1
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 1
+    record = lines[0]
+    assert record["image"] == str(good)
+    assert isinstance(record["ms"], float)
+    assert sorted(d["face"] for d in record["dice"]) == sorted(face for *_, face, _ in LAYOUT)
+    for die in record["dice"]:
+        assert set(die) == {"die", "face", "confidence", "center", "corners", "cocked"}
+        assert die["die"] == "tossup" and len(die["corners"]) == 4
+    assert "broken.jpg: not a readable image" in result.stderr
+    assert "missing.jpg: no such file" in result.stderr
+
+
+def test_scan_any_only_finds_dice(tmp_path):
+    path = tmp_path / "roll.png"
+    cv2.imwrite(str(path), draw_tray(BACKGROUNDS["wood"], LAYOUT))
+    result = CliRunner().invoke(main, ["scan", str(path), "--dice", "any", "--json"])
+    assert result.exit_code == 0
+    dice = json.loads(result.stdout)["dice"]
+    assert len(dice) == len(LAYOUT)
+    assert all(d["die"] is None and d["face"] is None for d in dice)
+
+
+def test_watch_prints_one_reading_per_settled_roll(tmp_path):
+    path = tmp_path / "throw.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30, (1280, 720))
+    empty = draw_tray(BACKGROUNDS["dark_felt"], [])
+    for _ in range(10):
+        writer.write(empty)
+    for step in range(12):  # dice sliding in
+        moving = [(x - 20 * (12 - step), y, face, angle + 0.1 * step) for x, y, face, angle in LAYOUT]
+        writer.write(draw_tray(BACKGROUNDS["dark_felt"], moving, seed=step))
+    rest = draw_tray(BACKGROUNDS["dark_felt"], LAYOUT)
+    for _ in range(30):
+        writer.write(rest)
+    writer.release()
+    result = CliRunner().invoke(main, ["watch", str(path), "--dice", "tossup", "--json"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 1
+    assert 22 <= lines[0]["frame"] <= 22 + 15
+    assert len(lines[0]["dice"]) == len(LAYOUT)
+
+
+def test_watch_with_a_missing_source_names_the_alternatives():
+    result = CliRunner().invoke(main, ["watch", "/no/such/video.mp4"])
+    assert result.exit_code != 0
+    assert "usb:N" in result.output
