@@ -31,7 +31,7 @@ class TossUpParams:
     #: A pixel is white when its value is above this fraction of the bright reference level...
     white_value: float = 0.42
     #: ...and its saturation (0-1) is below this.
-    white_saturation: float = 0.30
+    white_saturation: float = 0.26
     #: Top-face side divided by the inset's side (from the dice's geometry, refined on dev).
     face_per_inset: float = 1.19
     #: Smallest inset side in pixels at 1280 px width that we look for.
@@ -74,7 +74,7 @@ def _illuminant(image: np.ndarray) -> np.ndarray:
     return np.maximum(np.array(levels, np.float32), 8.0)
 
 
-def _white_mask(image: np.ndarray, params: TossUpParams) -> np.ndarray:
+def _white_mask(image: np.ndarray, params: TossUpParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """White pixels once the lamp's tint and level are divided out: bright and nearly neutral."""
     balanced = cv2.transform(image, np.diag(235.0 / _illuminant(image)).astype(np.float32))
     b, g, r = cv2.split(balanced)
@@ -83,7 +83,7 @@ def _white_mask(image: np.ndarray, params: TossUpParams) -> np.ndarray:
     # neutral: (high - low) < white_saturation * high, in saturating uint8 arithmetic
     spread = cv2.multiply(cv2.subtract(high, low), 1.0 / params.white_saturation)
     bright = cv2.compare(high, params.white_value * 235, cv2.CMP_GT)
-    return cv2.bitwise_and(bright, cv2.compare(spread, high, cv2.CMP_LT))
+    return cv2.bitwise_and(bright, cv2.compare(spread, high, cv2.CMP_LT)), high, cv2.subtract(high, low)
 
 
 def _quad(contour: np.ndarray) -> np.ndarray:
@@ -114,11 +114,8 @@ def _inset(contour: np.ndarray, min_side: float, open_: bool = False) -> Inset |
     return Inset(contour, (cx, cy), max(w, h), min(w, h) / max(w, h), area, _quad(contour), open_)
 
 
-def _open_insets(white: np.ndarray, outline: np.ndarray, min_side: float) -> list[Inset]:
-    """Insets whose white rim is cut open (the tray's rim hides part of the die).
-
-    The die's white then forms a U instead of a ring; its convex hull closes the U again.
-    """
+def _hull_insets(white: np.ndarray, outline: np.ndarray, min_side: float) -> list[Inset]:
+    """Insets in a U of white (the wall hides one side of the rim): the U's hull closes it."""
     x, y, w, h = cv2.boundingRect(outline)
     hull = cv2.convexHull(outline) - np.array([x, y])
     closed = np.zeros((h, w), np.uint8)
@@ -133,13 +130,42 @@ def _open_insets(white: np.ndarray, outline: np.ndarray, min_side: float) -> lis
     return found
 
 
+def _coloured_insets(high: np.ndarray, spread: np.ndarray, white: np.ndarray, taken: np.ndarray, min_side: float) -> list[Inset]:
+    """Insets whose white rim is cut open and merged with other white (a pale floor).
+
+    Such an inset is no hole in the white mask, so look for strongly coloured, die-sized,
+    squarish blobs that are mostly framed by white instead.
+    """
+    coloured = cv2.bitwise_and(
+        cv2.compare(spread, cv2.multiply(high, 0.45), cv2.CMP_GT), cv2.compare(high, 30, cv2.CMP_GT)
+    )
+    coloured = cv2.bitwise_and(coloured, cv2.bitwise_not(taken))
+    coloured = cv2.morphologyEx(coloured, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    found = []
+    for contour in cv2.findContours(coloured, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]:
+        inset = _inset(contour, min_side, open_=True)
+        if inset is None or inset.area < 2 * min_side**2 or inset.side > 12 * min_side or inset.aspect < 0.5:
+            continue
+        x, y, w, h = cv2.boundingRect(contour)
+        pad = max(3, int(0.2 * inset.side))
+        x0, y0 = max(x - pad, 0), max(y - pad, 0)
+        x1, y1 = min(x + w + pad, white.shape[1]), min(y + h + pad, white.shape[0])
+        blob = np.zeros((y1 - y0, x1 - x0), np.uint8)
+        cv2.drawContours(blob, [contour - np.array([x0, y0])], -1, 255, -1)
+        ring = cv2.bitwise_and(cv2.dilate(blob, np.ones((2 * pad + 1, 2 * pad + 1), np.uint8)), cv2.bitwise_not(blob))
+        framed = cv2.countNonZero(cv2.bitwise_and(ring, white[y0:y1, x0:x1])) / max(cv2.countNonZero(ring), 1)
+        if framed >= 0.4:
+            found.append(inset)
+    return found
+
+
 def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], np.ndarray]:
-    white = _white_mask(image, params)
+    white, high, spread = _white_mask(image, params)
     contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     insets: list[Inset] = []
+    min_side = params.min_inset * image.shape[1] / 1280.0
     if hierarchy is None:
         return insets, white
-    min_side = params.min_inset * image.shape[1] / 1280.0
     has_hole = set()
     for contour, (_, _, _, parent) in zip(contours, hierarchy[0]):
         if parent >= 0:  # a hole in the white: an inset framed by its rim
@@ -148,8 +174,12 @@ def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], n
                 insets.append(inset)
                 has_hole.add(parent)
     for index, (contour, (_, _, _, parent)) in enumerate(zip(contours, hierarchy[0])):
-        if parent < 0 and index not in has_hole and cv2.contourArea(contour) >= (min_side**2):
-            insets.extend(_open_insets(white, contour, min_side))
+        if parent < 0 and index not in has_hole and min_side**2 <= cv2.contourArea(contour) <= (12 * min_side) ** 2:
+            insets.extend(_hull_insets(white, contour, min_side))
+    taken = np.zeros_like(white)
+    cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
+    taken = cv2.dilate(taken, np.ones((5, 5), np.uint8))
+    insets.extend(_coloured_insets(high, spread, white, taken, min_side))
     return insets, white
 
 
