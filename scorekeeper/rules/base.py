@@ -73,6 +73,34 @@ class Game(ABC):
         self.__dict__.update(trial.__dict__)
         return self
 
+    # Every engine keeps these: seats in order, their scores, whose turn, and whether it is over.
+    _players: list[str]
+    scores: list[int]
+    active: int
+    over: bool
+
+    @property
+    def players(self) -> list[str]:
+        return list(self._players)
+
+    def winners(self) -> list[str]:
+        """The top scorers once the game is over (ties share the win); empty before."""
+        if not self.over:
+            return []
+        best = max(self.scores)
+        return [name for name, score in zip(self._players, self.scores) if score == best]
+
+    def _common_state(self) -> dict[str, Any]:
+        return {
+            "game": self.kind,
+            "players": [{"name": n, "score": s} for n, s in zip(self._players, self.scores)],
+            "active": self._players[self.active],
+            "over": self.over,
+            "winners": self.winners(),
+            "expects": self.expects(),
+            "options": self.options(),
+        }
+
     @abstractmethod
     def _apply(self, event: Mapping[str, Any]) -> None: ...
 
@@ -88,6 +116,3 @@ class Game(ABC):
     def options(self) -> dict[str, Any]:
         """The options the game was created with, as `new_game` keyword arguments."""
 
-    @property
-    @abstractmethod
-    def players(self) -> list[str]: ...

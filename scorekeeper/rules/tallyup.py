@@ -70,10 +70,6 @@ class TallyUpGame(Game):
         self.over = False
         self.last: dict[str, Any] | None = None
 
-    @property
-    def players(self) -> list[str]:
-        return list(self._players)
-
     def options(self) -> dict[str, Any]:
         return {"target": self.target, "one_turn_each": self.one_turn_each, "high_stakes": self.high_stakes}
 
@@ -255,21 +251,9 @@ class TallyUpGame(Game):
     def in_players(self) -> list[str]:
         return [name for name, is_in in zip(self._players, self.is_in) if is_in]
 
-    def winners(self) -> list[str]:
-        if not self.over:
-            return []
-        best = max(self.scores)
-        return [name for name, score in zip(self._players, self.scores) if score == best]
-
     def state(self) -> dict[str, Any]:
         return {
-            "game": self.kind,
-            "players": [{"name": n, "score": s} for n, s in zip(self._players, self.scores)],
-            "active": self._players[self.active],
-            "over": self.over,
-            "winners": self.winners(),
-            "expects": self.expects(),
-            "options": self.options(),
+            **self._common_state(),
             "round": self.round,
             "running_total": self.running_total,
             "in": self.in_players(),

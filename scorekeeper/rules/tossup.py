@@ -51,10 +51,6 @@ class TossUpGame(Game):
         self.last: dict[str, Any] | None = None
         self.turn = 1
 
-    @property
-    def players(self) -> list[str]:
-        return list(self._players)
-
     def options(self) -> dict[str, Any]:
         return {"target": self.target}
 
@@ -129,21 +125,9 @@ class TossUpGame(Game):
         self.active = self.final_turns[0] if self.final_turns else (ender + 1) % len(self._players)
         self.turn += 1
 
-    def winners(self) -> list[str]:
-        if not self.over:
-            return []
-        best = max(self.scores)
-        return [name for name, score in zip(self._players, self.scores) if score == best]
-
     def state(self) -> dict[str, Any]:
         return {
-            "game": self.kind,
-            "players": [{"name": n, "score": s} for n, s in zip(self._players, self.scores)],
-            "active": self._players[self.active],
-            "over": self.over,
-            "winners": self.winners(),
-            "expects": self.expects(),
-            "options": self.options(),
+            **self._common_state(),
             "turn": self.turn,
             "turn_points": self.turn_points,
             "dice_in_hand": self.dice_in_hand,
