@@ -44,6 +44,8 @@ class TossUpParams:
     yellow_band: tuple[float, float] = (38.0, 80.0)
     green_band: tuple[float, float] = (95.0, 190.0)
     min_chroma: float = 0.22
+    #: Below this confidence a face is reported as "unsure" rather than guessed.
+    min_confidence: float = 0.6
     cocked_side_ratio: float = 0.55
 
 
@@ -104,23 +106,32 @@ def order_clockwise(points: np.ndarray) -> np.ndarray:
     return np.roll(ordered, -start, axis=0)
 
 
+#: Insets are convex squircles; gaps between dice and shadows are ragged.
+MIN_SOLIDITY = 0.84
+
+
 def _inset(contour: np.ndarray, min_side: float, open_: bool = False) -> Inset | None:
+    if len(contour) < 4:
+        return None
     area = cv2.contourArea(contour)
     if area < min_side * min_side * 0.6:
         return None
     (cx, cy), (w, h), _ = cv2.minAreaRect(contour)
     if min(w, h) < min_side * 0.5 or area / max(w * h, 1.0) < 0.6:
         return None
+    if area < MIN_SOLIDITY * cv2.contourArea(cv2.convexHull(contour)):
+        return None
     return Inset(contour, (cx, cy), max(w, h), min(w, h) / max(w, h), area, _quad(contour), open_)
 
 
-def _hull_insets(white: np.ndarray, outline: np.ndarray, min_side: float) -> list[Inset]:
+def _hull_insets(white: np.ndarray, taken: np.ndarray, outline: np.ndarray, min_side: float) -> list[Inset]:
     """Insets in a U of white (the wall hides one side of the rim): the U's hull closes it."""
     x, y, w, h = cv2.boundingRect(outline)
     hull = cv2.convexHull(outline) - np.array([x, y])
     closed = np.zeros((h, w), np.uint8)
     cv2.fillConvexPoly(closed, hull, 255)
-    gaps = cv2.bitwise_and(closed, cv2.bitwise_not(white[y:y + h, x:x + w]))
+    free = cv2.bitwise_not(cv2.bitwise_or(white[y:y + h, x:x + w], taken[y:y + h, x:x + w]))
+    gaps = cv2.bitwise_and(closed, free)
     gaps = cv2.erode(gaps, np.ones((3, 3), np.uint8))
     found = []
     for contour in cv2.findContours(gaps, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]:
@@ -166,19 +177,19 @@ def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], n
     min_side = params.min_inset * image.shape[1] / 1280.0
     if hierarchy is None:
         return insets, white
-    has_hole = set()
     for contour, (_, _, _, parent) in zip(contours, hierarchy[0]):
         if parent >= 0:  # a hole in the white: an inset framed by its rim
             inset = _inset(contour, min_side)
             if inset is not None:
                 insets.append(inset)
-                has_hole.add(parent)
-    for index, (contour, (_, _, _, parent)) in enumerate(zip(contours, hierarchy[0])):
-        if parent < 0 and index not in has_hole and min_side**2 <= cv2.contourArea(contour) <= (12 * min_side) ** 2:
-            insets.extend(_hull_insets(white, contour, min_side))
+    # Open insets never overlap one found framed by its whole rim.
     taken = np.zeros_like(white)
     cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
     taken = cv2.dilate(taken, np.ones((5, 5), np.uint8))
+    for index, (contour, (_, _, _, parent)) in enumerate(zip(contours, hierarchy[0])):
+        if parent < 0 and min_side**2 <= cv2.contourArea(contour) <= (12 * min_side) ** 2:
+            insets.extend(_hull_insets(white, taken, contour, min_side))
+    cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
     insets.extend(_coloured_insets(high, spread, white, taken, min_side))
     return insets, white
 
@@ -250,14 +261,28 @@ def _classify(hue: float, chroma: float, params: TossUpParams) -> tuple[str, flo
         return UNSURE, 0.0
     chroma_margin = (chroma - params.min_chroma) / params.min_chroma
     confidence = min(1.0, 0.5 + margin / 20.0) * min(1.0, 0.5 + chroma_margin)
+    if confidence < params.min_confidence:
+        return UNSURE, round(confidence, 4)
     return best, round(confidence, 4)
+
+
+#: Frames wider than this are read at half size: dice stay 20+ px, and it is 4x less work.
+WORK_WIDTH = 960
 
 
 def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True) -> list[DieReading]:
     params = params or TossUpParams()
+    scale = 1.0
+    if image.shape[1] > WORK_WIDTH:
+        scale = 2.0
+        image = cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
     insets, white = find_insets(image, params)
     colours = {id(i): read_colour(image, white, i, params) for i in insets}
-    insets = [i for i in insets if colours[id(i)][2] >= params.min_chroma * 0.8]
+    # Open insets are weaker evidence (no full rim): keep them only when clearly coloured.
+    insets = [
+        i for i in insets
+        if colours[id(i)][2] >= params.min_chroma * 0.8 and not (i.open and colours[id(i)][0] == UNSURE)
+    ]
     tops = [i for i in insets if i.aspect >= params.top_aspect]
     if not tops:
         return []
@@ -268,6 +293,7 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     tops.sort(key=lambda i: -i.area)
     kept: list[Inset] = []
     for inset in tops:
+        # Touching dice are at least one die apart; a side face lies closer to its top.
         if all(math.dist(inset.center, k.center) > 0.75 * params.face_per_inset * max(k.side, inset.side) for k in kept):
             kept.append(inset)
     sides = [i for i in insets if i.aspect < params.top_aspect]
@@ -275,7 +301,10 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     for inset in kept:
         face, confidence, _ = colours[id(inset)]
         center = np.array(inset.center, np.float32)
-        corners = order_clockwise(center + (inset.quad - center) * params.face_per_inset)
+        corners = order_clockwise(center + (inset.quad - center) * params.face_per_inset) * scale
+        # Pixel centres: a half-size pixel at i covers full-size pixels 2i and 2i+1.
+        corners += (scale - 1) / 2
+        center = center * scale + (scale - 1) / 2
         cocked = _looks_cocked(inset, sides, params)
         readings.append(
             DieReading(
@@ -285,7 +314,7 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
                 face=face if with_faces else None,
                 confidence=confidence if with_faces else 0.0,
                 cocked=cocked,
-                size=inset.side * params.face_per_inset,
+                size=inset.side * params.face_per_inset * scale,
             )
         )
     readings.sort(key=lambda d: (d.center[1], d.center[0]))
