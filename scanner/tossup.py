@@ -32,8 +32,8 @@ class TossUpParams:
     white_value: float = 0.42
     #: ...and its saturation (0-1) is below this.
     white_saturation: float = 0.26
-    #: Top-face side divided by the inset's side (from the dice's geometry, refined on dev).
-    face_per_inset: float = 1.19
+    #: Top-face side divided by the inset's side (median over the dev split's labels).
+    face_per_inset: float = 1.21
     #: Smallest inset side in pixels at 1280 px width that we look for.
     min_inset: float = 10.0
     #: A top-face inset is at least this square (minor/major side).
