@@ -1,0 +1,32 @@
+"""Profile priors: dice outside the tray (set-aside greens) and implausible sizes are dropped."""
+
+from __future__ import annotations
+
+from scanner.frames import DieReading
+from scanner.tray import keep_in_tray
+
+TRAY = [[100, 100], [1100, 100], [1100, 650], [100, 650]]
+
+
+def die(x, y, size=50.0):
+    return DieReading(center=(x, y), corners=((x - 25, y - 25), (x + 25, y - 25), (x + 25, y + 25), (x - 25, y + 25)),
+                      die="tossup", face="green", confidence=1.0, size=size)
+
+
+def test_dice_outside_the_tray_are_not_in_the_roll():
+    readings = [die(500, 300), die(50, 300), die(1200, 700)]
+    kept = keep_in_tray(readings, TRAY, None, (1280, 720), (720, 1280, 3))
+    assert [d.center for d in kept] == [(500, 300)]
+
+
+def test_tray_is_scaled_to_the_frame_size():
+    readings = [die(250, 150)]
+    assert keep_in_tray(readings, TRAY, None, (1280, 720), (360, 640, 3)) == readings
+    assert keep_in_tray(readings, TRAY, None, (640, 360), (720, 1280, 3)) == []
+
+
+def test_implausible_sizes_are_dropped_and_no_profile_keeps_all():
+    readings = [die(500, 300, 50), die(600, 300, 20), die(700, 300, 120)]
+    assert [d.size for d in keep_in_tray(readings, None, 48, (1280, 720), (720, 1280, 3))] == [50]
+    assert keep_in_tray(readings, None, None, None, (720, 1280, 3)) == readings
+
