@@ -44,6 +44,9 @@ class TossUpParams:
     yellow_band: tuple[float, float] = (38.0, 80.0)
     green_band: tuple[float, float] = (95.0, 190.0)
     min_chroma: float = 0.22
+    #: Candidates less colourful than this against their rim are shadows or gaps, not insets
+    #: (the palest real inset, a yellow in warm light, measures about 0.5 on the dev split).
+    inset_chroma: float = 0.4
     #: Below this confidence a face is reported as "unsure" rather than guessed.
     min_confidence: float = 0.6
     cocked_side_ratio: float = 0.55
@@ -117,7 +120,8 @@ def _inset(contour: np.ndarray, min_side: float, open_: bool = False) -> Inset |
     if area < min_side * min_side * 0.6:
         return None
     (cx, cy), (w, h), _ = cv2.minAreaRect(contour)
-    if min(w, h) < min_side * 0.5 or area / max(w * h, 1.0) < 0.6:
+    # A framed inset fills its box like a squircle does; an open one is cut by the wall.
+    if min(w, h) < min_side * 0.5 or area / max(w * h, 1.0) < (0.6 if open_ else 0.75):
         return None
     if area < MIN_SOLIDITY * cv2.contourArea(cv2.convexHull(contour)):
         return None
@@ -281,7 +285,7 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     # Open insets are weaker evidence (no full rim): keep them only when clearly coloured.
     insets = [
         i for i in insets
-        if colours[id(i)][2] >= params.min_chroma * 0.8 and not (i.open and colours[id(i)][0] == UNSURE)
+        if colours[id(i)][2] >= params.inset_chroma and not (i.open and colours[id(i)][0] == UNSURE)
     ]
     tops = [i for i in insets if i.aspect >= params.top_aspect]
     if not tops:
@@ -289,12 +293,14 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     typical = float(np.median([i.side for i in tops]))
     tops = [i for i in tops if 0.6 * typical <= i.side <= 1.6 * typical]
     # A side face of one die can look square at the edge of the view; keep the larger inset
-    # when two lie closer than one die.
-    tops.sort(key=lambda i: -i.area)
+    # when two lie closer than one die. Framed insets go first: an open one beside a framed
+    # one is that die's side face or a tinted shadow, not a die of its own.
+    tops.sort(key=lambda i: (i.open, -i.area))
+    die_size = params.face_per_inset * typical
     kept: list[Inset] = []
     for inset in tops:
-        # Touching dice are at least one die apart; a side face lies closer to its top.
-        if all(math.dist(inset.center, k.center) > 0.75 * params.face_per_inset * max(k.side, inset.side) for k in kept):
+        reach = (1.05 * die_size) if inset.open else 0.75 * params.face_per_inset * max(inset.side, typical)
+        if all(math.dist(inset.center, k.center) > reach for k in kept):
             kept.append(inset)
     sides = [i for i in insets if i.aspect < params.top_aspect]
     readings = []

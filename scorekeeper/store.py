@@ -90,9 +90,14 @@ class LoggedEvent:
 
     index: int
     event: dict[str, Any]
-    reading: dict[str, Any] | None
+    #: The reading as stored (JSON text): a long evening's readings stay small in memory.
+    reading_json: str | None
     at: str
     edited: bool = False
+
+    @property
+    def reading(self) -> dict[str, Any] | None:
+        return json.loads(self.reading_json) if self.reading_json else None
 
 
 @dataclass(frozen=True)
@@ -240,8 +245,8 @@ class GameStore:
             # The cached game is shared with readers: apply to a private copy.
             game = copy.deepcopy(loaded.game)
             game.apply(event)
-            self._write(loaded, "event", None, dict(event), reading, game)
-        return self.get(game_id)
+            written = self._write(loaded, "event", None, dict(event), reading, game)
+        return self._commit_cached(written)
 
     def append_all(
         self,
@@ -261,9 +266,8 @@ class GameStore:
             for event in events:
                 game.apply(event)
                 attached = reading if event.get("type") in EDITABLE_EVENTS else None
-                self._write(loaded, "event", None, dict(event), attached, game)
-                loaded = LoadedGame(replace(loaded.record, version=loaded.version + 1), game, loaded.events)
-        return self.get(game_id)
+                loaded = self._write(loaded, "event", None, dict(event), attached, game)
+        return self._commit_cached(loaded)
 
     def undo(self, game_id: str, expected_version: int | None = None) -> LoadedGame:
         """Take back the last accepted event."""
@@ -274,8 +278,8 @@ class GameStore:
                 raise RuleError("nothing to undo: no event has been accepted in this game yet")
             remaining = [e.event for e in loaded.events[:-1]]
             game = fold(loaded.record.game, loaded.record.players, loaded.record.options, remaining)
-            self._write(loaded, "undo", len(loaded.events) - 1, None, None, game)
-        return self.get(game_id)
+            written = self._write(loaded, "undo", len(loaded.events) - 1, None, None, game)
+        return self._commit_cached(written)
 
     def edit(
         self,
@@ -305,8 +309,8 @@ class GameStore:
                 game = fold(loaded.record.game, loaded.record.players, loaded.record.options, events)
             except RuleError as error:
                 raise RuleError(f"cannot edit event #{index}: after the change, {error}") from error
-            self._write(loaded, "edit", index, dict(event), reading, game)
-        return self.get(game_id)
+            written = self._write(loaded, "edit", index, dict(event), reading, game)
+        return self._commit_cached(written)
 
     # -- internals --------------------------------------------------------------
 
@@ -340,14 +344,7 @@ class GameStore:
         ).fetchall()
         events: list[LoggedEvent] = []
         for action, target, event, reading, at in rows:
-            if action == "event":
-                events.append(LoggedEvent(len(events), json.loads(event), json.loads(reading) if reading else None, at))
-            elif action == "undo":
-                events.pop()
-            else:
-                # A correction keeps the photo and confidences of the reading it corrects.
-                kept = json.loads(reading) if reading else events[target].reading
-                events[target] = LoggedEvent(target, json.loads(event), kept, at, edited=True)
+            events = _replay(events, action, target, json.loads(event) if event else None, reading, at)
         game = fold(record.game, record.players, record.options, [e.event for e in events])
         loaded = LoadedGame(record, game, events)
         self._cache[game_id] = loaded
@@ -365,22 +362,49 @@ class GameStore:
         event: dict[str, Any] | None,
         reading: Mapping[str, Any] | None,
         game: Game,
-    ) -> None:
+    ) -> LoadedGame:
+        """Log one entry and return the game as it will be once the transaction commits."""
         if reading is not None and not isinstance(reading, Mapping):
             raise RuleError(f"a scanner reading must be an object, got {type(reading).__name__}")
         now = _now(self._clock)
         version = loaded.version + 1
+        reading_json = json.dumps(dict(reading)) if reading is not None else None
         self._conn.execute(
             "INSERT INTO log (game_id, seq, action, target, event, reading, at) VALUES (?,?,?,?,?,?,?)",
             (loaded.record.id, version, action, target,
-             json.dumps(event) if event is not None else None,
-             json.dumps(dict(reading)) if reading is not None else None, now),
+             json.dumps(event) if event is not None else None, reading_json, now),
         )
         state = game.state()
         self._conn.execute(
             "UPDATE games SET version=?, updated=?, over=?, winners=? WHERE id=?",
             (version, now, int(state["over"]), json.dumps(state["winners"]), loaded.record.id),
         )
+        record = replace(loaded.record, version=version, updated=now, over=bool(state["over"]),
+                         winners=list(state["winners"]))
+        return LoadedGame(record, game, _replay(loaded.events, action, target, event, reading_json, now))
+
+    def _commit_cached(self, loaded: LoadedGame) -> LoadedGame:
+        """Remember a committed write's result, so the next read needs no re-fold."""
+        with self._lock:
+            self._cache[loaded.record.id] = loaded
+        return loaded
+
+
+def _replay(
+    events: list[LoggedEvent], action: str, target: int | None, event: dict[str, Any] | None,
+    reading_json: str | None, at: str,
+) -> list[LoggedEvent]:
+    """The current events after one more log entry (a new list; the old one may be shared)."""
+    if action == "event":
+        assert event is not None
+        return [*events, LoggedEvent(len(events), event, reading_json, at)]
+    if action == "undo":
+        return events[:-1]
+    assert event is not None and target is not None
+    changed = list(events)
+    # A correction keeps the photo and confidences of the reading it corrects.
+    changed[target] = LoggedEvent(target, event, reading_json or events[target].reading_json, at, edited=True)
+    return changed
 
 
 class _Transaction:
