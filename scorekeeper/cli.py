@@ -27,21 +27,64 @@ def main() -> None:
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0 picks a free one).")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Data directory (default: $DICETRAY_DATA_DIR or ~/.local/share/dicetray).")
+              help="Data directory (default: $DICETRAY_DATA_DIR or ~/.local/share/dicetray; the demo uses its demo/ folder).")
 @click.option("--host-token", envvar="DICETRAY_HOST_TOKEN", default=None, show_envvar=True,
               help="Token for host actions (default: a new random one each start).")
 @click.option("--threads", default=64, show_default=True, type=click.IntRange(64, 1024),
               help="Worker threads; every open live page holds one.")
-def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, threads: int) -> None:
-    """Serve the scoreboard (table, phones, history) with waitress."""
-    from scorekeeper.web import create_app
-    from scorekeeper.web.app import EXTENSION
-    from scorekeeper.web.server import lan_address
+@click.option("--source", envvar="DICETRAY_SOURCE", show_envvar=True, default=None,
+              help="Camera: picamera2, usb:N, a stream URL, a video file or a folder of photos "
+                   "(default: the Raspberry Pi camera when one is found, else manual entry only).")
+@click.option("--demo", is_flag=True, help="Replay the bundled fixture videos as if they were a camera.")
+@click.option("--dice", "dice_set", type=click.Choice(["tossup", "tallyup"]), default=None,
+              help="Dice set the camera reads (default: the dice of the game on the table).")
+@click.option("--profile", envvar="DICETRAY_PROFILE", show_envvar=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Calibration profile for the scanner.")
+def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, threads: int,
+          source: str | None, demo: bool, dice_set: str | None, profile: Path | None) -> None:
+    """Serve the scoreboard (table, phones, history) with waitress, and score from the camera."""
     from waitress import create_server
 
+    from scorekeeper.live import ConfigError
+    from scorekeeper.live_sources import demo_source, find_camera
+    from scorekeeper.paths import default_data_dir
+    from scorekeeper.web import create_app
+    from scanner.sources import SourceUnavailable
+    from scorekeeper.web.app import EXTENSION, end_streams
+    from scorekeeper.web.server import lan_address
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if demo and source:
+        raise click.UsageError("use either --demo or --source, not both")
+    live_source: object = source
+    camera_note = ""
+    if demo:
+        try:
+            live_source, camera_note = demo_source()
+        except SourceUnavailable as error:
+            raise click.ClickException(str(error)) from error
+        data_dir = data_dir or default_data_dir() / "demo"  # the demo never mixes with real games
+    elif source:
+        if source != "picamera2" and not source.startswith("usb:") and "://" not in source and not Path(source).exists():
+            # A typo in a path never turns into a camera by waiting: say so now, not in the log later.
+            raise click.ClickException(f"--source {source}: no such file or folder (or use picamera2, usb:N or a URL)")
+        camera_note = f"camera: {source}"
+    else:
+        live_source, reason = find_camera()
+        camera_note = f"camera: {live_source} (found)" if live_source else (
+            f"No camera found ({reason}) and no --source given: serving the scoreboard for manual entry. "
+            "Use --source usb:0 for a USB camera, --source VIDEO to replay a video, or --demo.")
     token = host_token or secrets.token_urlsafe(12)
-    app = create_app({"DATA_DIR": data_dir, "HOST_TOKEN": token})
+    config = {"DATA_DIR": data_dir, "HOST_TOKEN": token, "LIVE_SOURCE": live_source,
+              "LIVE_DICE": dice_set, "LIVE_PROFILE": profile}
+    try:
+        app = create_app(config)
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from error
+    board = app.extensions[EXTENSION]
+    if demo:
+        _demo_game(board)
     server = create_server(app, host=host, port=port, threads=threads, ident="dicetray")
     actual_port = server.effective_port  # type: ignore[union-attr]
     shown = lan_address() if host in ("0.0.0.0", "", "::") else host
@@ -51,12 +94,11 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     click.echo(f"Host (table) URL, keep it private: {base}/?host={token}")
     click.echo(f"Players: scan the QR code on the table page, or open {base}/play")
     click.echo(f"Data: {app.config['DATA_DIR']}")
-
-    board = app.extensions[EXTENSION]
+    click.echo(camera_note[:1].upper() + camera_note[1:])
 
     def _stop(signum: int, frame: FrameType | None) -> None:
         # Open streams would keep their threads busy; end them so waitress can shut down.
-        board.broker.close()
+        end_streams(app)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _stop)
@@ -64,6 +106,40 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     server.run()  # returns after SIGINT/SIGTERM (waitress swallows the KeyboardInterrupt)
     click.echo("stopping")
     board.close()
+
+
+def _demo_game(board: object) -> None:
+    """A Toss Up game for the demo's replayed rolls to land in, unless one is in progress."""
+    games = board.list_games()  # type: ignore[attr-defined]
+    if not any(not record.over for record in games):
+        loaded = board.create("tossup", ["Ann", "Bob"], {"target": 100})  # type: ignore[attr-defined]
+        click.echo(f"Demo: a Toss Up game for Ann and Bob (/games/{loaded.record.id}) is on the table.")
+
+
+@main.command()
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Data directory to check (default: $DICETRAY_DATA_DIR or ~/.local/share/dicetray).")
+@click.option("--source", envvar="DICETRAY_SOURCE", show_envvar=True, default=None,
+              help="The camera serve will use (default: look for the Raspberry Pi camera).")
+@click.option("--profile", envvar="DICETRAY_PROFILE", show_envvar=True,
+              type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The calibration profile serve will use.")
+def doctor(data_dir: Path | None, source: str | None, profile: Path | None) -> None:
+    """Check what usually goes wrong on a Pi: camera, libraries, data directory, profile, disk."""
+    from scorekeeper.live_doctor import run_checks
+    from scorekeeper.paths import default_data_dir
+
+    results = run_checks(data_dir or default_data_dir(), source=source, profile=profile)
+    width = max(len(r.name) for r in results)
+    for result in results:
+        click.echo(f"[{result.level:4s}] {result.name:{width}s}  {result.detail}")
+        if result.fix:
+            click.echo(f"       {'':{width}s}  fix: {result.fix}")
+    failed = [r for r in results if r.level == "FAIL"]
+    warned = [r for r in results if r.level == "warn"]
+    click.echo(f"{len(failed)} problem(s), {len(warned)} warning(s)" if failed or warned else "everything looks fine")
+    if failed:
+        raise SystemExit(1)
 
 
 @main.group()
@@ -89,6 +165,23 @@ def bench_web(clients: int, events: int, timeout: float) -> None:
     click.echo(f"POST round trip (commit included): median {result.post_median_ms:.1f} ms")
     if result.timed_out:
         raise click.ClickException(f"timed out after {timeout} s; only {result.events} events were measured")
+
+
+@bench.command("soak")
+@click.option("--minutes", default=10.0, show_default=True, type=click.FloatRange(0.05, 240),
+              help="How long to replay.")
+@click.option("--clients", default=20, show_default=True, type=click.IntRange(1, 500),
+              help="Stream clients on 127.0.0.1.")
+@click.option("--fps", default=30.0, show_default=True, type=click.FloatRange(1, 60))
+def bench_soak(minutes: float, clients: int, fps: float) -> None:
+    """Replay drawn throws at 30 fps through the live table with stream clients; count rolls and memory."""
+    from scorekeeper.live_soak import run_soak
+
+    result = run_soak(minutes=minutes, clients=clients, fps=fps, progress=click.echo)
+    for line in result.lines():
+        click.echo(line)
+    if not result.passed:
+        raise SystemExit(1)
 
 
 @bench.command("scanner")

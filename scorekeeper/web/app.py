@@ -12,6 +12,7 @@ from flask import Flask, Response, current_app, jsonify, render_template, reques
 from werkzeug.exceptions import HTTPException
 
 from scorekeeper import __version__
+from scorekeeper.live import LIVE_DEFAULTS, ConfigError, live_table_from_config
 from scorekeeper.paths import default_data_dir
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, GameStore, VersionConflict
@@ -22,6 +23,7 @@ from scorekeeper.web.service import Scoreboard
 log = logging.getLogger(__name__)
 
 EXTENSION = "dicetray"
+LIVE_EXTENSION = "dicetray.live"
 
 #: Every setting the app reads, with its default.
 DEFAULTS: Mapping[str, Any] = MappingProxyType({
@@ -34,13 +36,24 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "STREAM_QUEUE_SIZE": 32,
     "REPLAY_SIZE": 64,
     "MAX_CONTENT_LENGTH": 64 * 1024,
+    # The live table (camera -> scanner -> game); documented in scorekeeper/live.py.
+    **LIVE_DEFAULTS,
 })
+#: Prefixes of dicetray's own settings: a key with one of them that is not in DEFAULTS is a typo.
+_OWN_PREFIXES = ("LIVE_", "PREVIEW_", "STREAM_", "HEARTBEAT_", "RETRY_", "REPLAY_")
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """The scoreboard app; with LIVE_SOURCE set it also starts the live table (camera thread).
+
+    Raises ConfigError (a ValueError) naming the setting for an unknown or bad live setting.
+    """
     app = Flask(__name__)
     app.config.from_mapping(dict(DEFAULTS))
     if config:
+        unknown = sorted(k for k in config if k.startswith(_OWN_PREFIXES) and k not in DEFAULTS)
+        if unknown:
+            raise ConfigError(f"unknown setting(s) {unknown}; known: {sorted(k for k in DEFAULTS if k.startswith(_OWN_PREFIXES))}")
         app.config.from_mapping(config)
     if not app.config["HOST_TOKEN"]:
         app.config["HOST_TOKEN"] = secrets.token_urlsafe(12)
@@ -55,20 +68,41 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         auth=Auth(app.config["HOST_TOKEN"], secret.encode() if isinstance(secret, str) else secret),
     )
     app.extensions[EXTENSION] = board
+    try:
+        table = live_table_from_config(board, app.config, data_dir)
+    except ConfigError:
+        board.close()
+        raise
+    if table is not None:
+        app.extensions[LIVE_EXTENSION] = table
+        # The camera thread writes through the board: stop it before the store closes.
+        board.close_first(table.close)
 
-    from scorekeeper.web import api, pages, stream
+    from scorekeeper.web import api, live, pages, stream
 
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(stream.bp)
+    app.register_blueprint(live.bp)
     app.register_error_handler(GameNotFound, _game_not_found)
     app.register_error_handler(VersionConflict, _conflict)
     app.register_error_handler(RuleError, _illegal)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
     app.jinja_env.globals["version"] = __version__
+    if table is not None:
+        table.start()
+        log.info("live table started: camera %s", table.camera.status().source)
     log.info("scoreboard ready, data in %s", data_dir)
     return app
+
+
+def end_streams(app: Flask) -> None:
+    """End every open event stream and preview, so the server's threads can finish (shutdown)."""
+    app.extensions[EXTENSION].broker.close()
+    table = app.extensions.get(LIVE_EXTENSION)
+    if table is not None:
+        table.preview.close()
 
 
 def scoreboard() -> Scoreboard:

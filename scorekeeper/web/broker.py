@@ -109,6 +109,11 @@ class Broker:
                 return len(self._subs.get(game_id, ()))
             return sum(len(subs) for subs in self._subs.values())
 
+    def topics(self) -> list[str]:
+        """The games that have at least one open stream."""
+        with self._lock:
+            return list(self._subs)
+
     def publish(self, game_id: str, message: StreamMessage) -> None:
         with self._lock:
             if message.id is not None:

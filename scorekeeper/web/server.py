@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask
 from waitress import create_server
 
-from scorekeeper.web.app import EXTENSION
+from scorekeeper.web.app import end_streams
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,8 @@ class BackgroundServer:
         server.asyncore.close_all(server._map)  # type: ignore[union-attr]
 
     def stop(self) -> None:
-        # Open streams would hold their threads for ever: end them first.
-        self.app.extensions[EXTENSION].broker.close()
+        # Open streams (and previews) would hold their threads for ever: end them first.
+        end_streams(self.app)
         self._stop.set()
         self._thread.join(timeout=10)
 

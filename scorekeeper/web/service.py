@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, GameRecord, GameStore, LoadedGame, VersionConflict, fold
@@ -47,8 +47,20 @@ class Scoreboard:
         self.auth = auth
         self._lock = threading.RLock()
         self._pending: dict[str, _Pending] = {}
+        self._listeners: list[Callable[[LoadedGame], None]] = []
+        self._closers: list[Callable[[], None]] = []
+
+    def on_change(self, listener: Callable[[LoadedGame], None]) -> None:
+        """Call `listener(loaded)` after every logged change or new game (under the board's lock)."""
+        self._listeners.append(listener)
+
+    def close_first(self, closer: Callable[[], None]) -> None:
+        """Run `closer` at `close()` before the store closes (the live table writes to it)."""
+        self._closers.append(closer)
 
     def close(self) -> None:
+        for closer in self._closers:
+            closer()
         self.broker.close()
         self.store.close()
 
@@ -136,6 +148,7 @@ class Scoreboard:
         with self._lock:
             taken = {str(r.meta.get("join_code")) for r in self.store.list_games() if not r.over}
             loaded = self.store.create(game, players, options, meta={"join_code": new_join_code(taken)})
+            self._notify(loaded)
         return loaded
 
     def append(self, game_id: str, event: Mapping[str, Any], version: int | None,
@@ -144,6 +157,15 @@ class Scoreboard:
             loaded = self.store.append(game_id, event, reading=reading, expected_version=version)
             self._changed(loaded)
         log.info("game %s v%s: %s", game_id, loaded.version, event.get("type"))
+        return loaded
+
+    def append_all(self, game_id: str, events: Sequence[Mapping[str, Any]], version: int | None,
+                   reading: Mapping[str, Any] | None = None) -> LoadedGame:
+        """Several events as one (a camera reading may be `choose` plus `roll`): all or none."""
+        with self._lock:
+            loaded = self.store.append_all(game_id, events, reading=reading, expected_version=version)
+            self._changed(loaded)
+        log.info("game %s v%s: %s", game_id, loaded.version, "+".join(str(e.get("type")) for e in events))
         return loaded
 
     def undo(self, game_id: str, version: int | None) -> LoadedGame:
@@ -197,3 +219,11 @@ class Scoreboard:
         self._pending.pop(loaded.record.id, None)
         message = StreamMessage("change", json.dumps(self.view(loaded)), loaded.version)
         self.broker.publish(loaded.record.id, message)
+        self._notify(loaded)
+
+    def _notify(self, loaded: LoadedGame) -> None:
+        for listener in self._listeners:
+            try:
+                listener(loaded)
+            except Exception:  # a listener's bug must never undo or hide a committed change
+                log.exception("change listener failed for game %s", loaded.record.id)

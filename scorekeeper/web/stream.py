@@ -8,7 +8,8 @@ from typing import Iterator
 
 from flask import Blueprint, Response, current_app, request
 
-from scorekeeper.web.app import scoreboard
+from scorekeeper.live import LiveTable
+from scorekeeper.web.app import LIVE_EXTENSION, scoreboard
 from scorekeeper.web.broker import StreamClosed, StreamMessage
 from scorekeeper.web.service import Scoreboard
 
@@ -30,7 +31,8 @@ def stream(game_id: str) -> Response:
     board.get(game_id)  # an unknown game 404s before any stream starts
     heartbeat = float(current_app.config["HEARTBEAT_SECONDS"])
     retry = int(current_app.config["RETRY_MS"])
-    body = _events(board, game_id, _last_event_id(), heartbeat, retry)
+    live: LiveTable | None = current_app.extensions.get(LIVE_EXTENSION)
+    body = _events(board, game_id, _last_event_id(), heartbeat, retry, live)
     response = Response(body, mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
@@ -38,7 +40,7 @@ def stream(game_id: str) -> Response:
 
 
 def _events(board: Scoreboard, game_id: str, last_id: int | None,
-            heartbeat: float, retry: int) -> Iterator[bytes]:
+            heartbeat: float, retry: int, live: LiveTable | None = None) -> Iterator[bytes]:
     # Subscribe before reading the game, so no change can fall between the two.
     sub = board.broker.subscribe(game_id)
     try:
@@ -58,6 +60,9 @@ def _events(board: Scoreboard, game_id: str, last_id: int | None,
             progress = board.progress(board.get(game_id))
             if progress is not None:
                 yield StreamMessage("choices", json.dumps(progress.as_json())).encode()
+        if live is not None:
+            # Camera state and any pending reading: full state each time, so merging loses nothing.
+            yield StreamMessage("live", json.dumps(live.view(game_id))).encode()
         while True:
             message = sub.get(heartbeat)
             if message is None:

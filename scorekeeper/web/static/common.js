@@ -95,7 +95,7 @@ var DT = (function () {
     return "Could not reach the scoreboard. Is the server running?";
   }
 
-  // Follow a game's live stream. handlers: onView(view), onChoices(progress), onStatus(text, ok).
+  // Follow a game's live stream. handlers: onView(view), onChoices(progress), onLive(camera state).
   function live(gameId, handlers) {
     var source = null;
     var url = "/api/games/" + encodeURIComponent(gameId) + "/stream";
@@ -121,6 +121,11 @@ var DT = (function () {
       source.addEventListener("choices", function (event) {
         var p = parse(event);
         if (handlers.onChoices) handlers.onChoices(p);
+      });
+      // The camera's state and any reading waiting for the host (only when a camera is configured).
+      source.addEventListener("live", function (event) {
+        var l = parse(event);
+        if (l && handlers.onLive) handlers.onLive(l);
       });
     }
     connect();

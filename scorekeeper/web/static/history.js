@@ -35,12 +35,22 @@
 
   function action(row, host) {
     var e = row.event;
-    if (e.type === "roll" || e.type === "up") return '<div class="dice">' + tiles(e, host, row.index) + "</div>";
+    if (e.type === "roll" || e.type === "up") return '<div class="dice">' + tiles(e, host, row.index) + "</div>" + readingNote(row.reading);
     if (e.type === "stop") return "stop";
     if (e.type === "choose") return "chose " + esc(e.dice.join(", "));
     if (e.type === "reveal") return "reveal: " + (e.out.length ? esc(e.out.join(", ")) + " OUT" : "all stay IN");
     if (e.type === "tally_up") return "★ " + esc(e.player) + " shouted Tally Up!";
     return esc(e.type);
+  }
+
+  // A camera roll keeps its photo and how sure the scanner was of each die.
+  function readingNote(reading) {
+    if (!reading || typeof reading.image !== "string") return "";
+    var confidences = (reading.dice || []).map(function (d) { return d.confidence; }).filter(function (c) { return typeof c === "number"; });
+    var lowest = confidences.length ? Math.min.apply(null, confidences) : null;
+    return '<div class="small muted reading"><a href="' + esc(reading.image) + '" target="_blank" rel="noopener">' +
+      '<img class="thumb" loading="lazy" alt="photo of this roll" src="' + esc(reading.image) + '"></a> camera' +
+      (lowest !== null ? " least sure die " + Math.round(lowest * 100) + " %" : "") + (reading.corrected ? " · fixed by the host" : "") + "</div>";
   }
 
   function result(row) {

@@ -13,6 +13,10 @@
   var padVersion = -1;
   var revealOut = [];      // players the table marks OUT for a direct reveal
   var busy = false;
+  var camera = null;       // the live table's state (camera, pending reading), when a camera is configured
+  var fix = null;          // the host's corrections to the pending reading: {id, dice: [{index, die, face, out}]}
+  var noticeShown = null;  // the last notice toasted, so each shows once
+  var lastCameraState = null;
 
   var live = DT.live(gameId, {
     onView: function (v) {
@@ -22,6 +26,7 @@
       render();
     },
     onChoices: function (p) { if (view && p && p.version === view.version) { secret = p; render(); } },
+    onLive: function (l) { camera = l; renderLive(); },
   });
 
   // ---- actions -----------------------------------------------------------------------------
@@ -79,6 +84,131 @@
     }).catch(function () { inviteAsked = false; /* not the host (yet): no invite shown */ });
   }
 
+
+  // ---- the camera ------------------------------------------------------------------------------
+
+  var cameraButton = document.getElementById("camera");
+  var cameraPanel = document.getElementById("camerapanel");
+  var pendingCard = document.getElementById("pending");
+
+  cameraButton.addEventListener("click", function () {
+    var open = cameraPanel.classList.contains("hidden");
+    cameraPanel.classList.toggle("hidden", !open);
+    cameraButton.setAttribute("aria-expanded", String(open));
+    // The preview costs the Pi an encoder and a connection: only while someone looks at it.
+    document.getElementById("preview").src = open ? "/preview.mjpg" : "";
+  });
+
+  var CAMERA_TEXT = {
+    live: "◉ camera live", starting: "◌ camera starting…", lost: "✕ camera lost", stalled: "✕ camera stalled",
+    ended: "◌ replay ended", stopped: "◌ camera off",
+  };
+
+  function renderLive() {
+    if (!camera || !camera.enabled) return;
+    var c = camera.camera;
+    var ok = c.state === "live";
+    cameraButton.classList.remove("hidden");
+    cameraButton.className = "camera " + (ok ? (camera.scoring && camera.readable ? "on" : "idle") : "off");
+    cameraButton.textContent = (CAMERA_TEXT[c.state] || "camera " + c.state) + (ok && !camera.scoring ? " (another game)" : "");
+    cameraButton.setAttribute("data-state", c.state);
+    var note = [];
+    if (!ok) note.push((c.message ? c.message + ". " : "") + "Enter rolls by hand; the camera reconnects by itself.");
+    if (camera.reader_message) note.push(camera.reader_message);
+    if (ok && !camera.scoring) note.push("The camera scores another game.");
+    if (c.skipped) note.push(c.skipped + " unusable frame(s) skipped.");
+    var host = DT.isHost();
+    document.getElementById("cameranote").innerHTML = esc(note.join(" ")) +
+      (host && !camera.scoring && view && !view.state.over ? ' <button type="button" id="scorehere">Score this game with the camera</button>' : "");
+    document.body.setAttribute("data-camera", c.state);
+    if (c.state !== lastCameraState) {
+      if (!ok && lastCameraState !== null && c.state !== "starting") DT.toast((CAMERA_TEXT[c.state] || c.state) + ": enter rolls by hand", "error");
+      else if (ok && (lastCameraState === "lost" || lastCameraState === "stalled")) DT.toast("◉ camera back");
+      lastCameraState = c.state;
+    }
+    if (camera.notice && camera.notice.at !== noticeShown) {
+      noticeShown = camera.notice.at;
+      DT.toast("Camera: " + camera.notice.message);
+    }
+    renderPending();
+  }
+
+  function renderPending() {
+    var p = camera && camera.pending;
+    if (!p || (view && view.state.over)) {
+      pendingCard.classList.add("hidden");
+      pendingCard.innerHTML = "";
+      fix = null;
+      return;
+    }
+    if (!fix || fix.id !== p.id) {
+      fix = { id: p.id, dice: p.reading.dice.map(function (d, i) {
+        return { index: i, die: d.die || "tossup", face: d.face || "unsure", out: false };
+      }) };
+    }
+    var flagged = {};
+    p.problems.forEach(function (problem) { problem.dice.forEach(function (i) { flagged[i] = true; }); });
+    var host = DT.isHost();
+    var used = fix.dice.filter(function (d) { return !d.out; }).length;
+    var html = "<h3>Camera: this reading needs a look</h3><ul class=\"problems\" id=\"problems\">" +
+      p.problems.map(function (problem) { return '<li data-code="' + esc(problem.code) + '">' + esc(problem.message) + "</li>"; }).join("") + "</ul>";
+    if (p.reading.image) {
+      html += '<div class="photowrap"><img class="photo" id="pendingphoto" alt="photo of the doubtful roll" src="' + esc(p.reading.image) +
+        '"><svg class="outlines" id="pendingoutlines" aria-hidden="true"></svg></div>';
+    }
+    html += '<div class="dice" id="pendingdice">' + fix.dice.map(function (d, i) {
+      var cls = (flagged[d.index] ? "flagged " : "") + (d.out ? "left-out " : "") + (host ? "tappable" : "");
+      var attrs = host ? 'data-pfix="' + i + '" tabindex="0"' : "";
+      var tile = DT.dieTile(d.die, d.face, attrs + ' aria-description="' + (flagged[d.index] ? "check this die" : "") + '"', cls);
+      return '<span class="pdie">' + tile + (host ? '<button type="button" data-pout="' + i + '">' + (d.out ? "put back" : "not rolled") + "</button>" : "") + "</span>";
+    }).join("") + "</div>";
+    if (host) {
+      html += '<div class="row"><button type="button" class="primary huge" id="applypending">Apply these ' + used + " dice</button>" +
+        '<button type="button" class="ghost" id="dismisspending">Dismiss</button></div>' +
+        '<p class="muted small">Tap a die to set its face, or fix the dice in the tray: the camera reads them again.</p>';
+    } else {
+      html += '<p class="muted small">Waiting for the host to confirm the roll.</p>';
+    }
+    pendingCard.innerHTML = html;
+    pendingCard.classList.remove("hidden");
+    drawOutlines("pendingphoto", "pendingoutlines", p.reading.dice);
+  }
+
+  function resolvePending(action) {
+    var body = { action: action };
+    if (action === "apply") {
+      body.dice = fix.dice.filter(function (d) { return !d.out; }).map(function (d) {
+        return { index: d.index, die: d.die, face: d.face };
+      });
+    }
+    act("POST", "/api/live/pending/" + encodeURIComponent(fix.id), body, function (r) {
+      DT.toast(r.applied ? "Camera roll applied ✔" : "Reading dismissed");
+    });
+  }
+
+  pendingCard.addEventListener("click", function (event) {
+    if (!fix || !DT.isHost()) return;
+    var t = event.target, el;
+    if (t.closest("#applypending")) return resolvePending("apply");
+    if (t.closest("#dismisspending")) return resolvePending("dismiss");
+    if ((el = t.closest("[data-pout]"))) {
+      var d = fix.dice[+el.getAttribute("data-pout")];
+      d.out = !d.out;
+      return renderPending();
+    }
+    if ((el = t.closest("[data-pfix]"))) {
+      var die = fix.dice[+el.getAttribute("data-pfix")];
+      DT.pickFace(die.die, die.face, "What does this die show?").then(function (face) {
+        if (face) { die.face = face; die.out = false; renderPending(); }
+      });
+    }
+  });
+
+  document.getElementById("cameranote").addEventListener("click", function (event) {
+    if (!event.target.closest("#scorehere")) return;
+    act("POST", "/api/live/target", { game: gameId }, function () { DT.toast("The camera now scores this game"); });
+  });
+
   // ---- rendering -----------------------------------------------------------------------------
 
   function render() {
@@ -95,6 +225,7 @@
     var html = s.over ? gameOver(s) : (tossup ? tossupMain(s) : tallyMain(s));
     main.innerHTML = html;
     outlineDice();
+    if (camera) renderLive();
     document.body.setAttribute("data-version", String(view.version));
     document.body.setAttribute("data-phase", s.over ? "over" : (s.phase || s.expects.join(",")));
     updateHostUi();
@@ -162,11 +293,18 @@
 
   // Outline every die the camera found on the roll's photo, labelled with its reading.
   function outlineDice() {
-    var img = document.getElementById("rollphoto");
+    if (!document.getElementById("rollphoto")) return;
+    var reading = view.last_roll.reading;
+    // A reading the host corrected shows the dice as applied, in the places the camera saw them.
+    drawOutlines("rollphoto", "outlines", reading.dice_applied || reading.dice || []);
+  }
+
+  function drawOutlines(imgId, svgId, all) {
+    var img = document.getElementById(imgId);
     if (!img) return;
-    var dice = (view.last_roll.reading.dice || []).filter(function (d) { return d.corners && d.corners.length; });
+    var dice = (all || []).filter(function (d) { return d.corners && d.corners.length; });
     function draw() {
-      var svg = document.getElementById("outlines");
+      var svg = document.getElementById(svgId);
       var w = img.naturalWidth, h = img.naturalHeight;
       if (!svg || !w) return;
       var size = Math.max(12, Math.round(w / 30));

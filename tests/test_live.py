@@ -1,0 +1,440 @@
+"""The live table in one process: drawn throws through camera, settle, scanner, game and stream."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from scanner.frames import Frame
+from scanner.sources import FrameSource, SourceFailed, SourceUnavailable
+from scorekeeper.live import ConfigError, LiveConfig, _same_tray
+from scorekeeper.live_synthetic import draw_tray, layout
+from scorekeeper.store import GameStore
+from scorekeeper.web import create_app
+from scorekeeper.web.app import LIVE_EXTENSION
+from tests.conftest import HOST_TOKEN, send
+
+HOST = {"Authorization": f"Bearer {HOST_TOKEN}"}
+TEN = ("green", "red", "yellow", "yellow", "green", "yellow", "yellow", "red", "yellow", "yellow")
+
+
+@functools.lru_cache(maxsize=None)
+def _image(faces: tuple[str, ...], seed: int, step: int = 0) -> np.ndarray:
+    dice = layout(faces, seed)
+    if step:
+        dice = [(x - 30 * step, y + 10 * step, face, angle + 0.2 * step) for x, y, face, angle in dice]
+    image = draw_tray(dice, seed=seed + step)
+    image.setflags(write=False)  # shared between tests: nobody may draw into it
+    return image
+
+
+def throw(faces: tuple[str, ...], seed: int = 1, rest: int = 16) -> list[np.ndarray]:
+    """An empty tray, dice sliding in, then `rest` still frames."""
+    return [_image((), 0)] * 3 + [_image(faces, seed, step) for step in (3, 2, 1)] + [_image(faces, seed)] * rest
+
+
+class ReplaySource(FrameSource):
+    """Serves a list of images at 30 fps timestamps; an Exception in the list is raised instead.
+
+    `delay` paces delivery (faster than real time keeps tests short; the watcher still keeps up).
+    """
+
+    def __init__(self, script: list[Any], delay: float = 0.006, name: str = "replay") -> None:
+        self.script = list(script)
+        self.delay = delay
+        self.name = name
+        self.index = 0
+        self.fps = 30.0
+        self.failed_at: float | None = None
+
+    def read(self) -> Frame | None:
+        time.sleep(self.delay)
+        if not self.script:
+            return None
+        item = self.script.pop(0)
+        if isinstance(item, Exception):
+            self.failed_at = time.monotonic()
+            raise item
+        frame = Frame(image=item, index=self.index, t=self.index / 30.0)
+        self.index += 1
+        return frame
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 8.0) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    return predicate()
+
+
+def make_app(tmp_path: Path, source: Any, game: str = "tossup", players=("Ann", "Bob"), **config: Any):
+    """A game in a fresh data directory (before the camera starts), then the app with the live table."""
+    data = tmp_path / "data"
+    game_id = None
+    if game:
+        with GameStore.in_dir(data) as store:
+            game_id = store.create(game, list(players)).record.id
+    app = create_app({"TESTING": True, "DATA_DIR": data, "HOST_TOKEN": HOST_TOKEN, "SECRET_KEY": "s",
+                      "HEARTBEAT_SECONDS": 0.05, "LIVE_SOURCE": source, "LIVE_BACKOFF": (0.05, 0.1), **config})
+    return app, game_id
+
+
+@pytest.fixture
+def apps():
+    made = []
+    yield made
+    for app in made:
+        app.extensions["dicetray"].close()
+
+
+def _messages(response):
+    """Parsed SSE messages from a streamed test-client response (heartbeats dropped)."""
+    for chunk in response.response:
+        fields: dict[str, Any] = {}
+        for line in chunk.decode().splitlines():
+            if line and not line.startswith(":"):
+                name, _, value = line.partition(": ")
+                fields[name] = value
+        if "data" in fields:
+            fields["data"] = json.loads(fields["data"])
+            yield fields
+
+
+def test_a_settled_throw_becomes_a_roll_with_its_photo_and_reaches_the_stream(tmp_path, apps):
+    source = ReplaySource(throw(TEN))
+    app, gid = make_app(tmp_path, lambda: source)
+    apps.append(app)
+    client = app.test_client()
+    response = client.get(f"/api/games/{gid}/stream", buffered=False)
+    seen_live = None
+    rolled = None
+    for message in _messages(response):
+        if message["event"] == "live" and seen_live is None:
+            seen_live = message["data"]
+        if message["event"] == "change":
+            rolled = message["data"]
+            break
+    response.close()
+    assert seen_live["enabled"] and seen_live["scoring"] and seen_live["target"] == gid
+    assert sorted(rolled["last_roll"]["event"]["dice"]) == sorted(TEN)
+    reading = rolled["last_roll"]["reading"]
+    assert reading["source"] == "camera" and reading["image"].startswith("/rolls/")
+    assert len(reading["dice"]) == 10
+    for die in reading["dice"]:
+        assert die["confidence"] > 0.5 and len(die["corners"]) == 4
+    photo = client.get(reading["image"])
+    assert photo.status_code == 200 and photo.data[:2] == b"\xff\xd8"
+    photo.close()
+    assert (tmp_path / "data" / "rolls" / reading["photo"]).is_file()
+    assert client.get("/rolls/../games.sqlite3").status_code == 404
+    # Exactly one roll for one throw, however long the dice lie still afterwards.
+    time.sleep(0.3)
+    assert len(app.extensions["dicetray"].get(gid).events) == 1
+
+
+def test_a_doubtful_reading_waits_for_the_host_and_a_tap_fixes_it(tmp_path, apps):
+    faces = ("blue",) + TEN[1:]  # one inset of no known colour: unsure
+    source = ReplaySource(throw(faces))
+    app, gid = make_app(tmp_path, lambda: source)
+    apps.append(app)
+    client = app.test_client()
+    live = app.extensions[LIVE_EXTENSION]
+    pending = wait_until(lambda: client.get(f"/api/live?game={gid}").get_json()["pending"])
+    assert pending, "the doubtful reading never showed"
+    assert [p["code"] for p in pending["problems"]] == ["unsure"]
+    assert app.extensions["dicetray"].get(gid).version == 0  # nothing applied
+    assert pending["reading"]["image"].startswith("/rolls/")
+    url = f"/api/live/pending/{pending['id']}"
+    assert client.post(url, json={"action": "apply", "dice": []}).status_code == 401
+    bad = client.post(url, json={"action": "apply", "dice": "green"}, headers=HOST)
+    assert bad.status_code == 400 and "'dice'" in bad.get_json()["error"]
+    assert client.post(url, json={"action": "maybe"}, headers=HOST).status_code == 400
+    # The host's dice must still make a legal roll: nine dice are not ten.
+    short = [{"index": i, "die": "tossup", "face": d["face"]} for i, d in enumerate(pending["reading"]["dice"])][1:]
+    refused = client.post(url, json={"action": "apply", "dice": short}, headers=HOST)
+    assert refused.status_code == 422 and refused.get_json()["problems"][0]["code"] == "count"
+    fixed = [{"index": i, "die": "tossup", "face": d["face"] if d["face"] != "unsure" else "green"}
+             for i, d in enumerate(pending["reading"]["dice"])]
+    applied = client.post(url, json={"action": "apply", "dice": fixed}, headers=HOST)
+    assert applied.status_code == 200, applied.get_json()
+    assert applied.get_json()["applied"] is True
+    loaded = app.extensions["dicetray"].get(gid)
+    assert loaded.version == 1
+    assert loaded.events[0].reading["corrected"] is True
+    assert live.view(gid)["pending"] is None
+    assert client.post(url, json={"action": "dismiss"}, headers=HOST).status_code == 404
+
+
+def test_a_wrong_count_is_pending_and_dismissing_applies_nothing(tmp_path, apps):
+    source = ReplaySource(throw(TEN[:6]))  # 6 dice in the tray, 10 in hand
+    app, gid = make_app(tmp_path, lambda: source)
+    apps.append(app)
+    client = app.test_client()
+    pending = wait_until(lambda: client.get(f"/api/live?game={gid}").get_json()["pending"])
+    assert pending and pending["problems"][0]["code"] == "count"
+    assert "10 dice in hand but the tray shows 6" in pending["problems"][0]["message"]
+    response = client.post(f"/api/live/pending/{pending['id']}", json={"action": "dismiss"}, headers=HOST)
+    assert response.get_json() == {"applied": False}
+    assert client.get(f"/api/live?game={gid}").get_json()["pending"] is None
+    assert app.extensions["dicetray"].get(gid).version == 0
+
+
+def test_a_hand_entry_makes_a_pending_reading_stale(tmp_path, apps):
+    source = ReplaySource(throw(TEN[:6]))
+    app, gid = make_app(tmp_path, lambda: source)
+    apps.append(app)
+    client = app.test_client()
+    assert wait_until(lambda: client.get(f"/api/live?game={gid}").get_json()["pending"])
+    assert send(client, gid, {"type": "roll", "dice": ["yellow"] * 10}).status_code == 200
+    assert client.get(f"/api/live?game={gid}").get_json()["pending"] is None
+
+
+def test_bumped_dice_are_a_notice_never_a_roll(tmp_path, apps):
+    rest = _image(TEN, 1)
+    bumped = rest.copy()
+    bumped[100:140, 100:140] = 200  # a hand in the corner
+    # Move two dice a die's width: most dice stay put, none are added.
+    dice = layout(TEN, 1)
+    moved = draw_tray([(x + 60, y, f, a) if i < 2 else (x, y, f, a) for i, (x, y, f, a) in enumerate(dice)], seed=1)
+    source = ReplaySource(throw(TEN) + [bumped] * 2 + [moved] * 16)
+    app, gid = make_app(tmp_path, lambda: source)
+    apps.append(app)
+    client = app.test_client()
+    live = app.extensions[LIVE_EXTENSION]
+    assert wait_until(lambda: live.stats.tray_changed >= 1), live.stats
+    view = client.get(f"/api/live?game={gid}").get_json()
+    assert view["notice"]["kind"] == "tray_changed" and "not scored" in view["notice"]["message"]
+    assert len(app.extensions["dicetray"].get(gid).events) == 1
+
+
+def test_camera_loss_reaches_the_page_within_two_seconds_and_the_camera_comes_back(tmp_path, apps):
+    first = ReplaySource(throw(TEN)[:6] + [SourceFailed("unplugged")], name="cam")
+    second = ReplaySource(throw(TEN), name="cam")
+    script = iter([first, SourceUnavailable("still unplugged"), second])
+
+    def factory():
+        item = next(script)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    app, gid = make_app(tmp_path, factory)
+    apps.append(app)
+    client = app.test_client()
+    response = client.get(f"/api/games/{gid}/stream", buffered=False)
+    states = []
+    lost_seen_at = None
+    for message in _messages(response):
+        if message["event"] == "live":
+            state = message["data"]["camera"]["state"]
+            if not states or states[-1] != state:
+                states.append(state)
+            if state == "lost" and lost_seen_at is None:
+                lost_seen_at = time.monotonic()
+                # Manual entry keeps the game going while the camera is away.
+                assert send(client, gid, {"type": "roll", "dice": ["yellow"] * 10}).status_code == 200
+            if state == "live" and "lost" in states:
+                break
+    response.close()
+    assert "lost" in states and states[-1] == "live", states
+    assert lost_seen_at - first.failed_at < 2.0
+    live = app.extensions[LIVE_EXTENSION]
+    assert live.camera.status().reconnects >= 1
+    # The reconnected camera goes on scoring: the hand roll and then the camera's roll.
+    assert wait_until(lambda: len(app.extensions["dicetray"].get(gid).events) == 2)
+    assert app.extensions["dicetray"].broker.subscriber_count() == 0
+
+
+def test_a_silent_camera_is_reported_as_stalled(tmp_path, apps):
+    class Hanging(ReplaySource):
+        def read(self):
+            if not self.script:
+                time.sleep(0.05)  # a driver that stops delivering without an error
+                return self.read() if not hasattr(self, "done") else None
+            return super().read()
+
+    source = Hanging(throw(TEN)[:4])
+    app, gid = make_app(tmp_path, lambda: source, LIVE_STALL_SECONDS=0.3)
+    apps.append(app)
+    live = app.extensions[LIVE_EXTENSION]
+    assert wait_until(lambda: live.camera_json()["state"] == "stalled", timeout=4)
+    assert "no picture" in live.camera_json()["message"]
+    source.done = True
+
+
+def test_corrupt_and_black_frames_are_skipped_and_the_roll_still_counts(tmp_path, apps):
+    images = throw(TEN)
+    black = np.zeros_like(images[0])
+    script = images[:3] + [black, np.zeros((5, 5), np.uint8)] + images[3:]
+    source = ReplaySource(script)
+    app, gid = make_app(tmp_path, lambda: source)
+    apps.append(app)
+    assert wait_until(lambda: len(app.extensions["dicetray"].get(gid).events) == 1)
+    assert app.extensions[LIVE_EXTENSION].camera_json()["skipped"] == 2
+
+
+class NotYet:
+    """A scanner for a dice set the reader does not support yet (as Tally Up was at first)."""
+
+    def read(self, image):
+        raise ValueError("reading Tally Up dice is not available yet; use --dice tossup or any")
+
+
+def test_a_dice_set_that_cannot_be_read_yet_says_so_while_manual_entry_works(tmp_path, apps, monkeypatch):
+    monkeypatch.setattr("scorekeeper.live.load_scanner", lambda dice_set, profile: NotYet())
+    source = ReplaySource(throw(TEN))
+    app, gid = make_app(tmp_path, lambda: source, game="tallyup", players=("Ann", "Bob"))
+    apps.append(app)
+    client = app.test_client()
+    view = wait_until(lambda: (v := client.get(f"/api/live?game={gid}").get_json()) and not v["readable"] and v)
+    assert view and view["dice_set"] == "tallyup"
+    assert "cannot be read yet" in view["reader_message"]
+    assert send(client, gid, {"type": "choose", "dice": ["red", "orange", "yellow"]}).status_code == 200
+    live = app.extensions[LIVE_EXTENSION]
+    assert live._thread.is_alive() and live.stats.errors == 0
+
+
+def test_after_a_restart_the_dice_still_lying_there_are_not_scored_again(tmp_path, apps):
+    app, gid = make_app(tmp_path, lambda: ReplaySource(throw(TEN)))
+    assert wait_until(lambda: len(app.extensions["dicetray"].get(gid).events) == 1)
+    app.extensions["dicetray"].close()
+    # The restarted process sees the same dice, still: the tray is read but not scored again.
+    again = create_app({"TESTING": True, "DATA_DIR": tmp_path / "data", "HOST_TOKEN": HOST_TOKEN,
+                        "LIVE_SOURCE": lambda: ReplaySource([_image(TEN, 1)] * 20)})
+    apps.append(again)
+    live = again.extensions[LIVE_EXTENSION]
+    assert wait_until(lambda: live.stats.repeats == 1)
+    assert len(again.extensions["dicetray"].get(gid).events) == 1
+
+
+def test_the_host_picks_the_game_the_camera_scores(tmp_path, apps):
+    gate = threading.Event()
+
+    class Gated(ReplaySource):
+        def read(self):
+            gate.wait(10)
+            return super().read()
+
+    app, first = make_app(tmp_path, lambda: Gated(throw(TEN)))
+    apps.append(app)
+    client = app.test_client()
+    second = client.post("/api/games", json={"game": "tossup", "players": ["Cy", "Di"]}, headers=HOST).get_json()["id"]
+    assert client.get("/api/live").get_json()["target"] == second  # the newest unfinished game
+    assert client.post("/api/live/target", json={"game": first}).status_code == 401
+    assert client.post("/api/live/target", json={"game": "nope"}, headers=HOST).status_code == 404
+    assert client.post("/api/live/target", json={"game": 5}, headers=HOST).status_code == 400
+    finished = client.post("/api/games", json={"game": "tossup", "players": ["Ed", "Flo"], "options": {"target": 1}},
+                           headers=HOST).get_json()["id"]
+    send(client, finished, {"type": "roll", "dice": ["green"] * 2 + ["yellow"] * 8})
+    send(client, finished, {"type": "stop"})
+    send(client, finished, {"type": "roll", "dice": ["yellow"] * 10})
+    send(client, finished, {"type": "stop"})
+    assert app.extensions["dicetray"].get(finished).record.over
+    refused = client.post("/api/live/target", json={"game": finished}, headers=HOST)
+    assert refused.status_code == 409 and "is over" in refused.get_json()["error"]
+    assert client.post("/api/live/target", json={"game": first}, headers=HOST).get_json() == {"target": first}
+    gate.set()
+    assert wait_until(lambda: len(app.extensions["dicetray"].get(first).events) == 1)
+    assert app.extensions["dicetray"].get(second).version == 0
+
+
+def test_without_a_source_there_is_no_live_table_and_the_api_says_so(app, client):
+    assert LIVE_EXTENSION not in app.extensions
+    assert client.get("/api/live").get_json()["enabled"] is False
+    response = client.post("/api/live/target", json={"game": None}, headers=HOST)
+    assert response.status_code == 409 and "no camera" in response.get_json()["error"]
+
+
+def test_live_settings_are_checked_with_readable_errors(tmp_path):
+    with pytest.raises(ConfigError, match="LIVE_SORCE"):
+        create_app({"DATA_DIR": tmp_path, "LIVE_SORCE": "usb:0"})
+    with pytest.raises(ConfigError, match="LIVE_DICE must be one of"):
+        LiveConfig.from_mapping({"LIVE_SOURCE": "usb:0", "LIVE_DICE": "yahtzee"})
+    with pytest.raises(ConfigError, match="PREVIEW_QUALITY"):
+        LiveConfig.from_mapping({"PREVIEW_QUALITY": 0})
+    with pytest.raises(ConfigError, match="LIVE_BACKOFF"):
+        LiveConfig.from_mapping({"LIVE_BACKOFF": []})
+    with pytest.raises(ConfigError, match="LIVE_SOURCE"):
+        create_app({"DATA_DIR": tmp_path, "LIVE_SOURCE": 7})
+    assert LiveConfig.from_mapping({}).source is None
+
+
+def test_same_tray_needs_the_same_faces_in_the_same_places():
+    die = {"face": "green", "center": [100, 100], "corners": [[76, 76], [124, 76], [124, 124], [76, 124]]}
+    near = {**die, "center": [110, 105]}
+    far = {**die, "center": [160, 100]}
+    assert _same_tray([near], [die])
+    assert not _same_tray([far], [die])
+    assert not _same_tray([{**near, "face": "red"}], [die])
+    assert not _same_tray([near, near], [die])
+    assert not _same_tray([], [])
+
+
+def test_a_controllable_camera_is_locked_after_it_opens():
+    from scorekeeper.live import ExposureLocked
+
+    calls = []
+
+    class Camera(ReplaySource):
+        controllable = True
+
+        def open(self):
+            calls.append("open")
+
+        def lock_exposure(self):
+            calls.append("lock")
+            return {"locked": True}
+
+    locked = ExposureLocked(Camera([_image((), 0)]))
+    locked.open()
+    assert calls == ["open", "lock"] and locked.locked == {"locked": True}
+    assert locked.read().image.shape == (720, 1280, 3)
+
+
+def test_a_scanner_that_fails_to_load_never_stops_the_watcher(tmp_path, apps, monkeypatch):
+    def broken(dice_set, profile):
+        raise FileNotFoundError("scanner/data/model.json")
+
+    monkeypatch.setattr("scorekeeper.live.load_scanner", broken)
+    app, gid = make_app(tmp_path, lambda: ReplaySource(throw(TEN)))
+    apps.append(app)
+    live = app.extensions[LIVE_EXTENSION]
+    view = wait_until(lambda: (v := live.view(gid)) and not v["readable"] and v)
+    assert view and "model.json" in view["reader_message"]
+    assert live._thread.is_alive()
+    assert send(app.test_client(), gid, {"type": "roll", "dice": ["yellow"] * 10}).status_code == 200
+
+
+def test_switching_to_a_game_of_another_dice_set_reads_it(tmp_path, apps, monkeypatch):
+    from scanner.reader import Scanner
+
+    monkeypatch.setattr("scorekeeper.live.load_scanner",
+                        lambda dice_set, profile: NotYet() if dice_set == "tallyup" else Scanner(dice_set))
+    gate = threading.Event()
+
+    class Gated(ReplaySource):
+        def read(self):
+            if self.index >= 20:
+                gate.wait(10)  # the throw comes once the Toss Up game is on the table
+            return super().read()
+
+    app, tally = make_app(tmp_path, lambda: Gated([_image((), 0)] * 20 + throw(TEN)), game="tallyup")
+    apps.append(app)
+    client = app.test_client()
+    live = app.extensions[LIVE_EXTENSION]
+    assert wait_until(lambda: not live.view(tally)["readable"])
+    toss = client.post("/api/games", json={"game": "tossup", "players": ["Cy", "Di"]}, headers=HOST).get_json()["id"]
+    assert wait_until(lambda: live.view(toss)["readable"] and live.view(toss)["scoring"])
+    gate.set()
+    assert wait_until(lambda: len(app.extensions["dicetray"].get(toss).events) == 1)
+    assert sorted(app.extensions["dicetray"].get(toss).events[0].event["dice"]) == sorted(TEN)
