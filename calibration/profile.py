@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from scanner.tally import TallyModel, model_from_json
 from scanner.tossup import TossUpParams
 
 log = logging.getLogger(__name__)
@@ -41,12 +42,14 @@ class Profile:
     empty_tray: str | None = None  # file name of the empty-tray photo, beside the profile
     camera: dict[str, Any] = field(default_factory=dict)
     tossup: TossUpParams = field(default_factory=TossUpParams)
-    tallyup: dict[str, Any] = field(default_factory=dict)
+    #: The learned look of the user's Tally Up set (`dicetray calibrate teach`); None = built-in.
+    tallyup: TallyModel | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["tray"] = [list(p) for p in self.tray] if self.tray else None
         data["frame_size"] = list(self.frame_size) if self.frame_size else None
+        data["tallyup"] = self.tallyup.to_json() if self.tallyup is not None else None
         data["tossup"] = {"params": {k: list(v) if isinstance(v, tuple) else v for k, v in data["tossup"].items()}}
         return data
 
@@ -103,16 +106,24 @@ def profile_from_json(data: Any, source: str = "profile") -> Profile:
             checked[key] = tuple(_number(v, f"{source}: tossup.params.{key}") for v in value)
         else:
             checked[key] = _number(value, f"{source}: field 'tossup.params.{key}'")
-    for key in ("camera", "tallyup"):
-        if not isinstance(data.get(key, {}), Mapping):
-            raise ProfileError(f"{source}: field '{key}' must be an object")
+    if not isinstance(data.get("camera", {}), Mapping):
+        raise ProfileError(f"{source}: field 'camera' must be an object")
+    tallyup = data.get("tallyup")
+    model = None
+    if tallyup:  # null or {} (older profiles): the built-in look
+        try:
+            model = model_from_json(tallyup, "tallyup")
+        except ValueError as error:
+            raise ProfileError(f"{source}: field {error}; run `dicetray calibrate teach` again") from error
+    elif tallyup is not None and not isinstance(tallyup, Mapping):
+        raise ProfileError(f"{source}: field 'tallyup' must be an object or null")
     empty = data.get("empty_tray")
     if empty is not None and not isinstance(empty, str):
         raise ProfileError(f"{source}: field 'empty_tray' must be a file name or null")
     return Profile(
         name=name, version=version, created=str(data.get("created", "")), tray=tray, die_size=die_size,
         frame_size=frame_size, empty_tray=empty, camera=dict(data.get("camera", {})),
-        tossup=dataclasses.replace(defaults, **checked), tallyup=dict(data.get("tallyup", {})),
+        tossup=dataclasses.replace(defaults, **checked), tallyup=model,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -10,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from scanner.frames import DieReading
+from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.tossup import TossUpParams, read_tossup
 
 log = logging.getLogger(__name__)
@@ -24,17 +26,27 @@ class Scanner:
     dice_set: str
     tossup: TossUpParams = field(default_factory=TossUpParams)
     profile: dict[str, Any] = field(default_factory=dict)
+    #: The learned look of the Tally Up set; None = the built-in one (scanner/data).
+    tally: TallyModel | None = None
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
             raise ValueError(f"unknown dice set {self.dice_set!r}; expected one of {list(DICE_SETS)}")
+        self._tally_reader: TallyReader | None = None
+        if self.dice_set in ("tallyup", "any"):
+            self._tally_reader = TallyReader(self.tally or default_model())
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
         if self.dice_set == "tossup":
             return read_tossup(image, self.tossup)
-        if self.dice_set == "any":
-            return read_tossup(image, self.tossup, with_faces=False)
-        raise ValueError("reading Tally Up dice is not available yet; use --dice tossup or any")
+        assert self._tally_reader is not None
+        if self.dice_set == "tallyup":
+            return self._tally_reader.read(image)
+        found = read_tossup(image, self.tossup, with_faces=False)
+        # Toss Up insets and white bodies also match Tally colours: one die, one reading.
+        extra = [d for d in self._tally_reader.read(image, with_faces=False)
+                 if all(math.dist(d.center, t.center) > 0.6 * max(d.size, t.size) for t in found)]
+        return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0]))
 
 
 def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
@@ -47,4 +59,4 @@ def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     from calibration.profile import load_profile  # calibration builds on the scanner, not the reverse
 
     profile = load_profile(profile_path)
-    return Scanner(dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json())
+    return Scanner(dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json(), tally=profile.tallyup)

