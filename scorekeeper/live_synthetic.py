@@ -40,15 +40,24 @@ class Clip:
     faces: tuple[tuple[str, ...], ...]
 
 
-def _square(cx: float, cy: float, side: float, angle: float) -> np.ndarray:
+def square_corners(cx: float, cy: float, side: float, angle: float) -> np.ndarray:
     half = side / 2
     c, s = math.cos(angle), math.sin(angle)
     return np.array([(cx + dx * c - dy * s, cy + dx * s + dy * c)
                      for dx, dy in ((-half, -half), (half, -half), (half, half), (-half, half))], np.float32)
 
 
-def draw_tray(dice: Sequence[Die], background: tuple[int, int, int] = FELT, seed: int = 0) -> np.ndarray:
-    """One BGR frame of a tray with `dice` lying in it (a little sensor noise included)."""
+def draw_tray(
+    dice: Sequence[Die],
+    background: tuple[int, int, int] = FELT,
+    seed: int = 0,
+    cast: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    gain: float = 1.0,
+) -> np.ndarray:
+    """One BGR frame of a tray with `dice` lying in it (a little sensor noise included).
+
+    `cast` (per BGR channel) and `gain` imitate the lamp's colour and brightness.
+    """
     noise = np.empty((SIZE[1], SIZE[0], 3), np.int16)
     cv2.setRNGSeed(seed)
     cv2.randn(noise, 0, 3)  # cv2's generator: ten times faster than numpy's for a whole frame
@@ -56,10 +65,12 @@ def draw_tray(dice: Sequence[Die], background: tuple[int, int, int] = FELT, seed
     image = np.clip(noise, 0, 255).astype(np.uint8)
     shade = tuple(int(c * 0.55) for c in background)
     for cx, cy, face, angle in dice:
-        body = _square(cx, cy, 48, angle)
+        body = square_corners(cx, cy, 48, angle)
         cv2.fillConvexPoly(image, (body + np.float32([5, 6])).astype(np.int32), shade, cv2.LINE_AA)
         cv2.fillConvexPoly(image, body.astype(np.int32), (236, 236, 232), cv2.LINE_AA)
-        cv2.fillConvexPoly(image, _square(cx, cy, 40, angle).astype(np.int32), INSET_BGR[face], cv2.LINE_AA)
+        cv2.fillConvexPoly(image, square_corners(cx, cy, 40, angle).astype(np.int32), INSET_BGR[face], cv2.LINE_AA)
+    if cast != (1.0, 1.0, 1.0) or gain != 1.0:
+        image = cv2.transform(image, np.diag(np.float32(cast) * np.float32(gain)))
     return cv2.GaussianBlur(image, (3, 3), 0)
 
 

@@ -10,35 +10,14 @@ import pytest
 
 from scanner.frames import UNSURE
 from scanner.reader import Scanner
+from scorekeeper.live_synthetic import draw_tray as draw_dice
+from scorekeeper.live_synthetic import square_corners as square
 
-INSET_BGR = {"green": (42, 98, 22), "yellow": (92, 236, 246), "red": (28, 42, 226)}
 BACKGROUNDS = {"dark_felt": (40, 38, 36), "green_felt": (40, 95, 30), "wood": (60, 110, 160), "white_board": (225, 228, 230)}
 
 
-def square(cx, cy, side, angle):
-    h = side / 2
-    pts = []
-    for dx, dy in ((-h, -h), (h, -h), (h, h), (-h, h)):
-        c, s = math.cos(angle), math.sin(angle)
-        pts.append((cx + dx * c - dy * s, cy + dx * s + dy * c))
-    return np.array(pts, np.float32)
-
-
 def draw_tray(background, dice, cast=(1.0, 1.0, 1.0), gain=1.0, seed=0):
-    rng = np.random.default_rng(seed)
-    image = np.zeros((720, 1280, 3), np.float32)
-    image[:] = background
-    image += rng.normal(0, 4, image.shape)
-    for cx, cy, face, angle in dice:
-        body = square(cx, cy, 48, angle)
-        shadow = body + np.float32([5, 6])
-        cv2.fillConvexPoly(image, shadow.astype(np.int32), (np.float32(background) * 0.55).tolist(), cv2.LINE_AA)
-        cv2.fillConvexPoly(image, body.astype(np.int32), (236, 236, 232), cv2.LINE_AA)
-        inset = square(cx, cy, 40, angle)
-        cv2.fillConvexPoly(image, inset.astype(np.int32), INSET_BGR[face], cv2.LINE_AA)
-    image = image * np.float32(cast) * gain
-    image = cv2.GaussianBlur(image, (3, 3), 0)
-    return np.clip(image, 0, 255).astype(np.uint8)
+    return draw_dice(dice, background=background, seed=seed, cast=cast, gain=gain)
 
 
 LAYOUT = [
