@@ -13,6 +13,7 @@ import numpy as np
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.tossup import TossUpParams, read_tossup
+from scanner.tray import keep_in_tray
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,11 @@ class Scanner:
     profile: dict[str, Any] = field(default_factory=dict)
     #: The learned look of the Tally Up set; None = the built-in one (scanner/data).
     tally: TallyModel | None = None
+    #: From a calibration profile: the tray's corners (dice outside it, like set-aside Toss Up
+    #: greens, are not in the roll), the typical die size, and the frame size both refer to.
+    tray: tuple[tuple[float, float], ...] | None = None
+    die_size: float | None = None
+    frame_size: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
@@ -37,6 +43,9 @@ class Scanner:
             self._tally_reader = TallyReader(self.tally or default_model())
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
+        return keep_in_tray(self._read_all(image), self.tray, self.die_size, self.frame_size, image.shape)
+
+    def _read_all(self, image: np.ndarray) -> Sequence[DieReading]:
         if self.dice_set == "tossup":
             return read_tossup(image, self.tossup)
         assert self._tally_reader is not None
@@ -59,4 +68,7 @@ def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     from calibration.profile import load_profile  # calibration builds on the scanner, not the reverse
 
     profile = load_profile(profile_path)
-    return Scanner(dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json(), tally=profile.tallyup)
+    return Scanner(
+        dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json(), tally=profile.tallyup,
+        tray=profile.tray, die_size=profile.die_size, frame_size=profile.frame_size,
+    )

@@ -30,3 +30,19 @@ def test_implausible_sizes_are_dropped_and_no_profile_keeps_all():
     assert [d.size for d in keep_in_tray(readings, None, 48, (1280, 720), (720, 1280, 3))] == [50]
     assert keep_in_tray(readings, None, None, None, (720, 1280, 3)) == readings
 
+
+
+def test_a_profile_tray_drops_set_aside_dice_from_the_scanner(tmp_path):
+    from calibration.profile import Profile, save_profile
+    from scanner.reader import Scanner, load_scanner
+    from tests.test_scanner_tossup_synthetic import BACKGROUNDS, LAYOUT, draw_tray
+
+    image = draw_tray(BACKGROUNDS["dark_felt"], LAYOUT)
+    everything = Scanner("tossup").read(image)
+    assert len(everything) == len(LAYOUT)
+    # The tray covers the left part of the frame only; dice right of x=800 were set aside.
+    path = save_profile(Profile(name="t", tray=((0, 0), (800, 0), (800, 720), (0, 720)), frame_size=(1280, 720)),
+                        tmp_path / "t.json")
+    in_tray = load_scanner("tossup", path).read(image)
+    assert sorted(d.center[0] < 800 for d in in_tray) == [True] * sum(x < 800 for x, *_ in LAYOUT)
+    assert len(in_tray) < len(everything)
