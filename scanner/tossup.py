@@ -299,8 +299,9 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     die_size = params.face_per_inset * typical
     kept: list[Inset] = []
     for inset in tops:
-        reach = (1.05 * die_size) if inset.open else 0.75 * params.face_per_inset * max(inset.side, typical)
-        if all(math.dist(inset.center, k.center) > reach for k in kept):
+        near = 0.75 * params.face_per_inset * max(inset.side, typical)
+        beside_framed = 1.05 * die_size if inset.open else near
+        if all(math.dist(inset.center, k.center) > (near if k.open else beside_framed) for k in kept):
             kept.append(inset)
     sides = [i for i in insets if i.aspect < params.top_aspect]
     readings = []
