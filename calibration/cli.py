@@ -10,8 +10,12 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from calibration.library import ProfileLibrary
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +46,27 @@ def teach_command(dice_set: str, folders: tuple[Path, ...], out: Path, split: st
                    err=True)
 
 
+_DATA_OPTION = click.option(
+    "--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Data directory (default: $DICETRAY_DATA_DIR or ~/.local/share/dicetray).")
+
+
+def _library(data_dir: Path | None) -> "ProfileLibrary":
+    from calibration.library import ProfileLibrary
+    from scorekeeper.paths import default_data_dir
+
+    return ProfileLibrary(data_dir or default_data_dir())
+
+
 @calibrate.command("check")
 @click.argument("profile", type=click.Path(dir_okay=False, path_type=Path))
-def check_command(profile: Path) -> None:
-    """Validate a calibration profile: prints OK or what is wrong with it."""
+@_DATA_OPTION
+def check_command(profile: Path, data_dir: Path | None) -> None:
+    """Validate a calibration profile (a file, or the name of one in the data directory)."""
     from calibration.profile import ProfileError, load_profile
 
+    if not profile.exists() and profile.suffix == "" and len(profile.parts) == 1:
+        profile = _library(data_dir).folder / f"{profile}.json"
     try:
         loaded = load_profile(profile)
     except ProfileError as error:
@@ -69,3 +88,34 @@ def build_default_command(fixtures: Path, out: Path) -> None:
 
     if build_default(fixtures, out, report=sys.stdout) is None:
         sys.exit(1)
+
+
+@calibrate.command("list")
+@_DATA_OPTION
+def list_command(data_dir: Path | None) -> None:
+    """The profiles in the data directory; the active one is marked with *."""
+    library = _library(data_dir)
+    entries = library.entries()
+    if not entries:
+        click.echo(f"no profiles in {library.folder}: run the calibration wizard (Calibrate camera on the home page)")
+        return
+    for entry in entries:
+        mark = "*" if entry.active else " "
+        detail = f"problem: {entry.error}" if entry.error else (
+            f"made {entry.created or '?'}; {'taught' if entry.taught_tally else 'built-in'} Tally look")
+        click.echo(f"{mark} {entry.name:20s} {detail}")
+
+
+@calibrate.command("use")
+@click.argument("name")
+@_DATA_OPTION
+def use_command(name: str, data_dir: Path | None) -> None:
+    """Make the profile NAME the active one (`dicetray serve` reads with it from its next start)."""
+    from calibration.profile import ProfileError
+
+    try:
+        path = _library(data_dir).activate(name)
+    except ProfileError as error:
+        click.echo(f"dicetray calibrate use: {error}", err=True)
+        sys.exit(1)
+    click.echo(f"active profile: {name} ({path})")

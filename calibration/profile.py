@@ -40,6 +40,10 @@ class Profile:
     die_size: float | None = None
     frame_size: tuple[int, int] | None = None  # (width, height)
     empty_tray: str | None = None  # file name of the empty-tray photo, beside the profile
+    #: Per channel (B, G, R, 0-255): the level the darkest parts of the empty tray sit at, from
+    #: stray or coloured room light; subtracted before reading, it gives the dice back their
+    #: contrast. None = nothing to subtract. (Measured by the calibration wizard, step 2.)
+    black_level: tuple[float, float, float] | None = None
     camera: dict[str, Any] = field(default_factory=dict)
     tossup: TossUpParams = field(default_factory=TossUpParams)
     #: The learned look of the user's Tally Up set (`dicetray calibrate teach`); None = built-in.
@@ -49,6 +53,7 @@ class Profile:
         data = dataclasses.asdict(self)
         data["tray"] = [list(p) for p in self.tray] if self.tray else None
         data["frame_size"] = list(self.frame_size) if self.frame_size else None
+        data["black_level"] = list(self.black_level) if self.black_level else None
         data["tallyup"] = self.tallyup.to_json() if self.tallyup is not None else None
         data["tossup"] = {"params": {k: list(v) if isinstance(v, tuple) else v for k, v in data["tossup"].items()}}
         return data
@@ -117,12 +122,19 @@ def profile_from_json(data: Any, source: str = "profile") -> Profile:
             raise ProfileError(f"{source}: field {error}; run `dicetray calibrate teach` again") from error
     elif tallyup is not None and not isinstance(tallyup, Mapping):
         raise ProfileError(f"{source}: field 'tallyup' must be an object or null")
+    black = data.get("black_level")
+    if black is not None:
+        if not (isinstance(black, list) and len(black) == 3 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 128 for v in black)):
+            raise ProfileError(f"{source}: field 'black_level' must be [blue, green, red] levels from 0 to 128, or null; "
+                               f"{RECALIBRATE}")
+        black = (float(black[0]), float(black[1]), float(black[2]))
     empty = data.get("empty_tray")
     if empty is not None and not isinstance(empty, str):
         raise ProfileError(f"{source}: field 'empty_tray' must be a file name or null")
     return Profile(
         name=name, version=version, created=str(data.get("created", "")), tray=tray, die_size=die_size,
-        frame_size=frame_size, empty_tray=empty, camera=dict(data.get("camera", {})),
+        frame_size=frame_size, empty_tray=empty, black_level=black, camera=dict(data.get("camera", {})),
         tossup=dataclasses.replace(defaults, **checked), tallyup=model,
     )
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import cv2
 import numpy as np
 
 from scanner.frames import DieReading
@@ -34,6 +35,9 @@ class Scanner:
     tray: tuple[tuple[float, float], ...] | None = None
     die_size: float | None = None
     frame_size: tuple[int, int] | None = None
+    #: From a calibration profile: per channel (B, G, R), the stray room light that lifts every
+    #: pixel of this table's pictures (measured on the empty tray); taken off before reading.
+    black_level: tuple[float, float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
@@ -43,6 +47,7 @@ class Scanner:
             self._tally_reader = TallyReader(self.tally or default_model())
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
+        image = subtract_black_level(image, self.black_level)
         return keep_in_tray(self._read_all(image), self.tray, self.die_size, self.frame_size, image.shape)
 
     def _read_all(self, image: np.ndarray) -> Sequence[DieReading]:
@@ -58,6 +63,17 @@ class Scanner:
         return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0]))
 
 
+def subtract_black_level(image: np.ndarray, level: Sequence[float] | None) -> np.ndarray:
+    """The picture with a profile's black level taken off (unchanged without one).
+
+    Coloured room light adds to every pixel alike and washes out the insets; the white-rim
+    balance divides out the lamp's colour but cannot undo an added offset.
+    """
+    if level is None:
+        return image
+    return cv2.subtract(image, (float(level[0]), float(level[1]), float(level[2]), 0.0))
+
+
 def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     """A scanner for `dice_set`, tuned by a calibration profile when one is given.
 
@@ -71,4 +87,5 @@ def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     return Scanner(
         dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json(), tally=profile.tallyup,
         tray=profile.tray, die_size=profile.die_size, frame_size=profile.frame_size,
+        black_level=profile.black_level,
     )

@@ -46,7 +46,7 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     """Serve the scoreboard (table, phones, history) with waitress, and score from the camera."""
     from waitress import create_server
 
-    from scorekeeper.live import ConfigError
+    from scorekeeper.live import DEMO_SOURCE, ConfigError
     from scorekeeper.live_sources import demo_source, find_camera
     from scorekeeper.paths import default_data_dir
     from scorekeeper.web import create_app
@@ -61,7 +61,8 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     camera_note = ""
     if demo:
         try:
-            live_source, camera_note = demo_source()
+            _, camera_note = demo_source()  # says what it replays, or why it cannot
+            live_source = DEMO_SOURCE
         except SourceUnavailable as error:
             raise click.ClickException(str(error)) from error
         data_dir = data_dir or default_data_dir() / "demo"  # the demo never mixes with real games
@@ -75,6 +76,11 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
         camera_note = f"camera: {live_source} (found)" if live_source else (
             f"No camera found ({reason}) and no --source given: serving the scoreboard for manual entry. "
             "Use --source usb:0 for a USB camera, --source VIDEO to replay a video, or --demo.")
+    if profile is None:
+        # The profile made active by the calibration wizard or `dicetray calibrate use`.
+        from calibration.library import ProfileLibrary
+
+        profile = ProfileLibrary(data_dir or default_data_dir()).active_path()
     token = host_token or secrets.token_urlsafe(12)
     config = {"DATA_DIR": data_dir, "HOST_TOKEN": token, "LIVE_SOURCE": live_source,
               "LIVE_DICE": dice_set, "LIVE_PROFILE": profile}
@@ -95,6 +101,7 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     click.echo(f"Players: scan the QR code on the table page, or open {base}/play")
     click.echo(f"Data: {app.config['DATA_DIR']}")
     click.echo(camera_note[:1].upper() + camera_note[1:])
+    click.echo(f"Calibration profile: {profile}" if profile else "Calibration profile: none (built-in defaults)")
 
     def _stop(signum: int, frame: FrameType | None) -> None:
         # Open streams would keep their threads busy; end them so waitress can shut down.
@@ -196,6 +203,17 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
     bench_scanner(None if split == "all" else split, sets, fixtures or FIXTURES, profile)
+
+
+@bench.command("calibration")
+@click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Fixture library (default: the repository's fixtures/).")
+def bench_calibration_command(fixtures: Path | None) -> None:
+    """Toss Up accuracy on the test split with a changed look: uncalibrated vs calibrated."""
+    from calibration.bench import run_calibration_bench
+    from scanner.cli import FIXTURES
+
+    run_calibration_bench(fixtures or FIXTURES, report=click.echo)
 
 
 def _register_commands() -> None:

@@ -14,6 +14,7 @@ Everything here lives on one `LiveTable` per app; nothing is module-level state.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -34,8 +35,9 @@ from scanner.camera import CameraReader, CameraStatus
 from scanner.frames import DieReading, Frame, Roll, TrayChanged
 from scanner.reader import Scanner, load_scanner
 from scanner.settle import SettleWatcher
-from scanner.sources import FrameSource, open_source
+from scanner.sources import FrameSource, SourceUnavailable, open_source
 from scorekeeper.live_preview import PreviewEncoder, PreviewSnapshot
+from scorekeeper.live_sources import demo_source
 from scorekeeper.readings import Problem, interpret
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, LoadedGame, VersionConflict
@@ -44,11 +46,13 @@ log = logging.getLogger(__name__)
 
 DICE_SETS = ("tossup", "tallyup")
 PHOTO_DIR = "rolls"
+#: LIVE_SOURCE value that replays the bundled fixture videos of the table game's dice set.
+DEMO_SOURCE = "demo"
 UNREADABLE = "this dice set cannot be read yet"
 
 #: The live table's settings (keys of the app config) with their defaults; see `LiveConfig`.
 LIVE_DEFAULTS: Mapping[str, Any] = MappingProxyType({
-    "LIVE_SOURCE": None,  # None: no camera (manual entry only); 'picamera2', 'usb:N', a URL, a video or a folder
+    "LIVE_SOURCE": None,  # None: no camera (manual entry only); 'picamera2', 'usb:N', a URL, a video, a folder or 'demo'
     "LIVE_DICE": None,  # None: read the dice of the game on the table; 'tossup' or 'tallyup' to force one set
     "LIVE_PROFILE": None,  # calibration profile (JSON) for the scanner; None: built-in defaults
     "LIVE_LOOP": False,  # replay a video or folder source for ever (the demo)
@@ -216,6 +220,11 @@ class LiveTable:
         source = config.source
         if callable(source):
             factory = source
+        elif source == DEMO_SOURCE:
+            try:
+                factory, _ = demo_source(wanted=self.wanted_dice_set)
+            except SourceUnavailable as error:
+                raise ConfigError(f"LIVE_SOURCE {DEMO_SOURCE!r}: {error}") from error
         elif isinstance(source, str):
             spec = source
 
@@ -224,7 +233,15 @@ class LiveTable:
                 return ExposureLocked(opened) if opened.controllable else opened
         else:
             raise ConfigError("the live table needs LIVE_SOURCE")
-        self.camera = CameraReader(factory, backoff=config.backoff)
+        self._source: FrameSource | None = None
+        self._profile_generation = 0
+
+        def tracked() -> FrameSource:
+            opened = factory()
+            self._source = opened  # calibration asks it about exposure (see `exposure`)
+            return opened
+
+        self.camera = CameraReader(tracked, backoff=config.backoff)
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -263,6 +280,33 @@ class LiveTable:
         self.camera.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+    # -- calibration ---------------------------------------------------------------
+
+    def exposure(self, relock: bool = False) -> dict[str, Any]:
+        """What the camera's exposure and white-balance lock did (the calibration wizard's step 3).
+
+        A controllable camera was locked when it opened (ExposureLocked); `relock` lets it settle
+        and locks it again. Other sources cannot be controlled and say so.
+        """
+        source = self._source
+        if source is None or not source.controllable:
+            return {"locked": False, "note": f"{source.name if source else 'the camera'} cannot be controlled; "
+                                             "exposure is left as it is"}
+        if isinstance(source, ExposureLocked):
+            if relock or not source.locked:
+                source.locked = source.inner.lock_exposure()
+            return dict(source.locked)
+        return source.lock_exposure()
+
+    def use_profile(self, profile: Path | None) -> None:
+        """Read with another calibration profile from the next frame on (a new one was saved)."""
+        with self._lock:
+            self.config = dataclasses.replace(self.config, profile=profile)
+            self._scanners.clear()
+            self._unreadable.clear()
+            self._profile_generation += 1
+        log.info("live table: now reading with profile %s", profile)
 
     # -- what the pages see ------------------------------------------------------
 
@@ -341,6 +385,10 @@ class LiveTable:
         with self._lock:
             self._target = (time.monotonic(), target)
         return target
+
+    def wanted_dice_set(self) -> str | None:
+        """The dice set the camera should be seeing now: the forced one, else the table game's."""
+        return self._dice_set(self.target_game())
 
     def _dice_set(self, game_id: str | None) -> str | None:
         if self.config.dice is not None:
@@ -451,6 +499,7 @@ class LiveTable:
         last_frame = time.monotonic()
         last_target: str | None = None
         dice_set: str | None = None
+        generation = self._profile_generation
         while not self._stop.is_set():
             got = self.camera.wait_frame(seq, timeout=0.25)
             now = time.monotonic()
@@ -480,7 +529,7 @@ class LiveTable:
                 step = frame.t - previous_t
                 interval = step if interval is None else 0.9 * interval + 0.1 * step
             previous_t = frame.t
-            if watcher is None or watcher_set != dice_set:
+            if watcher is None or watcher_set != dice_set or generation != self._profile_generation:
                 if interval is None:
                     continue
                 rate = 1.0 / max(interval, 1e-3)
@@ -488,7 +537,7 @@ class LiveTable:
                 if scanner is None:
                     continue
                 watcher = SettleWatcher(scanner.read, fps=min(max(rate, 2.0), 60.0))
-                watcher_set = dice_set
+                watcher_set, generation = dice_set, self._profile_generation
             try:
                 events = watcher.feed(frame)
             except ValueError as error:

@@ -1,14 +1,17 @@
 """Frame sources the live table adds to the scanner's: the demo playlist and slideshow.
 
-`dicetray serve --demo` replays the bundled fixture videos as if they were a camera; when no
-video is bundled it shows the Toss Up fixture photos as a slideshow (each photo held long
-enough to settle, the setup's empty tray between rolls). Both loop for ever in real time.
+`dicetray serve --demo` replays the bundled fixture videos as if they were a camera, choosing at
+each clip the dice set of the game on the table (Toss Up clips for a Toss Up game, Tally Up clips
+for a Tally Up game); when no video is bundled it shows the Toss Up fixture photos as a slideshow
+(each photo held long enough to settle, the setup's empty tray between rolls). Both loop for
+ever in real time.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from itertools import zip_longest
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -20,13 +23,20 @@ from scanner.sources import FrameSource, SourceFailed, SourceUnavailable, open_s
 log = logging.getLogger(__name__)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NAMES = {"tossup": "Toss Up", "tallyup": "Tally Up"}
 
 
 class PlaylistSource(FrameSource):
-    """Several video files one after another (looping when asked), as one stream of frames."""
+    """Several video files one after another (looping when asked), as one stream of frames.
+
+    With `wanted` (a callable naming a dice set, or None for any), each next clip is the next
+    one in turn whose name starts with that set, so the demo shows the dice of the game on the
+    table; when no clip of that set exists, clips simply play in turn.
+    """
 
     def __init__(self, paths: Sequence[Path], loop: bool = True, realtime: bool = True,
-                 opener: Callable[..., FrameSource] = open_source) -> None:
+                 opener: Callable[..., FrameSource] = open_source,
+                 wanted: Callable[[], str | None] | None = None) -> None:
         if not paths:
             raise SourceUnavailable("the playlist is empty")
         self.paths = [Path(p) for p in paths]
@@ -34,6 +44,7 @@ class PlaylistSource(FrameSource):
         self.realtime = realtime
         self.name = f"playlist:{self.paths[0].parent}"
         self._opener = opener
+        self._wanted = wanted
         self._current: FrameSource | None = None
         self._position = 0
         self._index = 0
@@ -51,12 +62,20 @@ class PlaylistSource(FrameSource):
             if not self.loop:
                 return False
             self._position = 0
+        self._position = self._next_wanted(self._position)
         path = self.paths[self._position]
         self._position += 1
         self._current = self._opener(str(path), realtime=self.realtime)
         self._current.open()
         self.fps = self._current.fps
         return True
+
+    def _next_wanted(self, start: int) -> int:
+        dice_set = self._wanted() if self._wanted is not None else None
+        if dice_set is None:
+            return start
+        order = list(range(start, len(self.paths))) + (list(range(start)) if self.loop else [])
+        return next((i for i in order if self.paths[i].name.startswith(f"{dice_set}-")), start)
 
     def read(self) -> Frame | None:
         for _ in range(len(self.paths) + 1):
@@ -119,10 +138,17 @@ class SlideshowSource(FrameSource):
         return Frame(image=self._image, index=self._index - 1, t=t)
 
 
+#: The dice sets whose fixture videos the demo replays.
+DEMO_SETS = ("tossup", "tallyup")
+
+
 def demo_videos(fixtures: Path = FIXTURES) -> list[Path]:
-    """The bundled Toss Up fixture videos (the only dice set the scanner reads so far)."""
+    """The bundled fixture videos of both games, alternating sets (tossup-v0, tallyup-v0, ...)."""
     folder = fixtures / "videos"
-    return sorted(folder.glob("tossup-*.mp4")) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    per_set = [sorted(folder.glob(f"{dice_set}-*.mp4")) for dice_set in DEMO_SETS]
+    return [clip for group in zip_longest(*per_set) for clip in group if clip is not None]
 
 
 def demo_photos(fixtures: Path = FIXTURES) -> list[Path]:
@@ -140,14 +166,19 @@ def demo_photos(fixtures: Path = FIXTURES) -> list[Path]:
     return ordered
 
 
-def demo_source(fixtures: Path = FIXTURES) -> tuple[Callable[[], FrameSource], str]:
+def demo_source(fixtures: Path = FIXTURES,
+                wanted: Callable[[], str | None] | None = None) -> tuple[Callable[[], FrameSource], str]:
     """A factory for the demo's source and a sentence saying what it replays.
 
+    `wanted` names the dice set of the game on the table (see `PlaylistSource`).
     Raises SourceUnavailable when the repository bundles neither videos nor photos.
     """
     videos = demo_videos(fixtures)
     if videos:
-        return (lambda: PlaylistSource(videos)), f"replaying {len(videos)} Toss Up fixture video(s) from {videos[0].parent}"
+        counts = ", ".join(f"{sum(v.name.startswith(s + '-') for v in videos)} {NAMES[s]}"
+                           for s in DEMO_SETS if any(v.name.startswith(s + "-") for v in videos))
+        return (lambda: PlaylistSource(videos, wanted=wanted)), (
+            f"replaying fixture videos ({counts}) from {videos[0].parent}, the dice of the game on the table")
     photos = demo_photos(fixtures)
     if photos:
         return (lambda: SlideshowSource(photos)), (

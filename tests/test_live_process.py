@@ -36,7 +36,7 @@ def _serve(data: Path, *extra: str) -> tuple[subprocess.Popen, str, list[str]]:
         lines.append(line.rstrip())
         if line.startswith("Host (table) URL"):
             base = line.split(": ", 1)[1].split("/?host=")[0]
-        if line.startswith(("Camera", "No camera")):
+        if line.startswith(("Camera", "No camera", "Replaying")):
             break
     assert base, lines
     return process, base.replace("http://", ""), lines
@@ -130,3 +130,33 @@ def test_a_replayed_throw_reaches_the_page_and_survives_kill_9(tmp_path):
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=20)
     assert process.returncode == 0
+
+
+FIXTURE_VIDEOS = Path(__file__).resolve().parents[1] / "fixtures" / "videos"
+
+
+@pytest.mark.slow
+def test_the_demo_scores_a_fixture_video_roll_on_the_table_game(tmp_path):
+    """The README's first command: `serve --demo` replays the bundled fixture videos in real time
+    and a roll read from them reaches the table game's stream with the labelled faces."""
+    labelled = []
+    for label in sorted(FIXTURE_VIDEOS.glob("tossup-*.json")):
+        labelled += [sorted(d["face"] for d in roll["dice"]) for roll in json.loads(label.read_text())["rolls"]]
+    assert labelled, "no Toss Up fixture videos"
+    process, address, lines = _serve(tmp_path / "data", "--demo")
+    try:
+        demo = next(line for line in lines if line.startswith("Demo: a Toss Up game"))
+        game_id = demo.split("(/games/")[1].rstrip(").").split(")")[0]
+        assert any(line.startswith("Replaying fixture videos") for line in lines), lines
+        started = time.monotonic()
+        rolled = None
+        for message in _events(address, game_id, timeout=60):
+            if message["event"] == "change":
+                rolled = message["data"]
+                break
+            assert time.monotonic() - started < 90, "no roll reached the stream"
+        assert rolled["last_roll"]["reading"]["source"] == "camera"
+        assert sorted(rolled["last_roll"]["event"]["dice"]) in labelled
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)

@@ -58,7 +58,22 @@ def test_the_demo_prefers_videos_then_photos_then_says_none_are_bundled(tmp_path
     _video(tmp_path / "videos" / "tossup-v0.mp4", 2, 90)
     _video(tmp_path / "videos" / "tallyup-v0.mp4", 2, 90)
     factory, note = demo_source(tmp_path)
-    assert isinstance(factory(), PlaylistSource) and "1 Toss Up fixture video" in note
+    assert isinstance(factory(), PlaylistSource) and "1 Toss Up, 1 Tally Up" in note
+
+
+def test_the_demo_playlist_follows_the_dice_set_of_the_game_on_the_table(tmp_path):
+    videos = [_video(tmp_path / "tossup-v0.avi", 2, 40), _video(tmp_path / "tallyup-v0.avi", 2, 120),
+              _video(tmp_path / "tossup-v1.avi", 2, 80), _video(tmp_path / "tallyup-v1.avi", 2, 200)]
+    wanted = ["tallyup"]
+    source = PlaylistSource(videos, loop=True, realtime=False, wanted=lambda: wanted[0])
+    source.open()
+    levels = [round(source.read().image.mean() / 40) for _ in range(6)]
+    assert levels == [3, 3, 5, 5, 3, 3]  # only Tally Up clips, in turn, looping
+    wanted[0] = "tossup"
+    assert [round(source.read().image.mean() / 40) for _ in range(4)] == [2, 2, 1, 1]  # the next Toss Up clips in turn
+    wanted[0] = None  # no game on the table: every clip in turn
+    assert [round(source.read().image.mean() / 40) for _ in range(4)] == [3, 3, 2, 2]
+    source.close()
 
 
 def test_find_camera_reports_why_there_is_none():

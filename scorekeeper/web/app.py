@@ -78,12 +78,13 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         # The camera thread writes through the board: stop it before the store closes.
         board.close_first(table.close)
 
-    from scorekeeper.web import api, live, pages, stream
+    from scorekeeper.web import api, calibrate, live, pages, stream
 
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(stream.bp)
     app.register_blueprint(live.bp)
+    app.register_blueprint(calibrate.bp)
     app.register_error_handler(GameNotFound, _game_not_found)
     app.register_error_handler(VersionConflict, _conflict)
     app.register_error_handler(RuleError, _illegal)

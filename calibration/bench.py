@@ -1,0 +1,155 @@
+"""`dicetray bench calibration`: what calibration wins back when the table's look changes.
+
+Physical setup it stands for: the same tray and dice, but another evening: a lamp with a colour
+cast and half the light (per-channel gains times 0.5, applied in code to the rendered photos),
+optionally with a coloured room light on top (an additive cast that dividing by the white rims
+cannot take out). The uncalibrated scanner reads the changed photos with the defaults; the
+calibrated one with what the wizard's own functions (`calibration.steps`) learn from a few
+changed-look photos whose dice are confirmed from their labels, as a user would confirm them.
+
+Two ways of calibrating are reported: from a few dev-split photos of other tables (the reader
+parameters only, the test tables never seen), and per test table as the wizard does it on the
+table itself (its empty tray and its first roll, then the table's other rolls are scored). The
+wizard also measures the table's black level (stray light) on the empty tray, which the
+calibrated scanner takes off before reading; the last row shows the wizard without that step.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import cv2
+import numpy as np
+
+from calibration.steps import black_level, confirmed_from_labels, find_tray, grow_tray, learn_tossup
+from scanner.evaluate import Scorecard
+from scanner.labels import LabelledPhoto, photo_labels
+from scanner.reader import Scanner, subtract_black_level
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Look:
+    """A change of light applied to a photo: per-channel gains (B, G, R), brightness, added cast."""
+
+    name: str
+    gains: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    brightness: float = 1.0
+    cast: tuple[float, float, float] = (0.0, 0.0, 0.0)  # added after the gains, 0-255 per channel (B, G, R)
+
+    def apply(self, image: np.ndarray) -> np.ndarray:
+        out = image.astype(np.float32) * (np.float32(self.gains) * self.brightness) + np.float32(self.cast)
+        return np.clip(out + 0.5, 0, 255).astype(np.uint8)
+
+
+LOOKS = (
+    Look("unchanged"),
+    Look("warm cast, half the light", gains=(0.75, 1.0, 1.35), brightness=0.5),
+    Look("warm cast, half the light, bluish room light", gains=(0.75, 1.0, 1.35), brightness=0.5, cast=(30.0, 10.0, 0.0)),
+)
+#: Dev photos the parameters are learned from: the first with at least this many dice per dev table.
+DEV_DICE = 8
+DEV_TABLES = 4
+
+
+def _card(scanner: Scanner, photos: Sequence[tuple[LabelledPhoto, np.ndarray]]) -> Scorecard:
+    card = Scorecard()
+    for label, image in photos:
+        card.add(label.image.name, label.dice, scanner.read(image))
+    return card
+
+
+def _line(card: Scorecard) -> str:
+    s = card.summary()
+    return (f"recall {s['detection_recall']:.3f}  precision {s['detection_precision']:.3f}  "
+            f"faces {s['face_accuracy']:.3f}  wrong-confident {s['wrong_confident_rate']:.4f}  ({s['labelled_dice']} dice)")
+
+
+def _dev_calibration(fixtures: Path, look: Look) -> tuple[Scanner, str]:
+    rolls, tables = [], set()
+    for label in photo_labels(fixtures / "tossup", split="dev"):
+        setup = label.scene.get("setup")
+        if len(label.dice) < DEV_DICE or setup in tables or len(tables) >= DEV_TABLES:
+            continue
+        tables.add(setup)
+        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+        rolls.append((look.apply(image), confirmed_from_labels(label.dice)))
+    learned = learn_tossup(rolls)
+    # Other tables, other trays and camera heights: only the reader's parameters carry over.
+    return Scanner("tossup", tossup=learned.params), f"{len(rolls)} dev photos ({', '.join(sorted(tables))})"
+
+
+def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPhoto, np.ndarray]],
+                       look: Look, subtract: bool = True) -> tuple[Scanner, list[tuple[LabelledPhoto, np.ndarray]]]:
+    """The wizard on one table: its empty tray, its first roll confirmed; the rest is scored.
+
+    `subtract=False` leaves out the black level, to show what that step is worth.
+    """
+    empty_path = fixtures / "tossup" / f"{setup}-empty.jpg"
+    empty = cv2.imread(str(empty_path), cv2.IMREAD_COLOR)
+    empty = look.apply(empty) if empty is not None else None
+    level = black_level(empty) if subtract and empty is not None else None
+    found = find_tray(empty) if empty is not None else None
+    first, rest = photos[0], photos[1:]
+    first = (first[0], subtract_black_level(first[1], level))  # the wizard learns from what the scanner sees
+    confirmed = confirmed_from_labels(first[0].dice)
+    tray = found.quad if found else None
+    if tray is not None and confirmed:
+        size = float(np.median([d.size for d in confirmed]))
+        tray = grow_tray(tray, [d.center for d in confirmed], 0.6 * size)
+    learned = learn_tossup([(first[1], confirmed)], tray)
+    scanner = Scanner("tossup", tossup=learned.params, tray=tray, die_size=learned.die_size,
+                      frame_size=learned.frame_size, black_level=level)
+    return scanner, rest
+
+
+def run_calibration_bench(fixtures: Path, report: Callable[[str], None] = print,
+                          looks: Sequence[Look] = LOOKS) -> dict[str, dict[str, float]]:
+    """Prints, per look, test-split accuracy uncalibrated vs calibrated; returns the recalls."""
+    start = time.perf_counter()
+    labels = [label for label in photo_labels(fixtures / "tossup", split="test") if label.dice]
+    originals = {label.image: cv2.imread(str(label.image), cv2.IMREAD_COLOR) for label in labels}
+    results: dict[str, dict[str, float]] = {}
+    for look in looks:
+        photos = [(label, look.apply(originals[label.image])) for label in labels]
+        report(f"[{look.name}] Toss Up test split, {len(photos)} photos")
+        plain = _card(Scanner("tossup"), photos)
+        report(f"  uncalibrated                      {_line(plain)}")
+        scanner, source = _dev_calibration(fixtures, look)
+        calibrated = _card(scanner, photos)
+        report(f"  calibrated on {source}:")
+        report(f"                                    {_line(calibrated)}")
+        by_table: dict[str, list[tuple[LabelledPhoto, np.ndarray]]] = {}
+        for label, image in photos:
+            by_table.setdefault(str(label.scene.get("setup")), []).append((label, image))
+        plain_rest, wizard, no_black = Scorecard(), Scorecard(), Scorecard()
+        for setup, table_photos in sorted(by_table.items()):
+            if len(table_photos) < 2:
+                continue
+            table_scanner, rest = _table_calibration(fixtures, setup, table_photos, look)
+            for label, image in rest:
+                plain_rest.add(label.image.name, label.dice, Scanner("tossup").read(image))
+                wizard.add(label.image.name, label.dice, table_scanner.read(image))
+            without, rest = _table_calibration(fixtures, setup, table_photos, look, subtract=False)
+            for label, image in rest:
+                no_black.add(label.image.name, label.dice, without.read(image))
+        report("  per table as the wizard does it (empty tray + first roll; the other rolls scored):")
+        report(f"    uncalibrated                    {_line(plain_rest)}")
+        report(f"    calibrated                      {_line(wizard)}")
+        report(f"    calibrated, no black level      {_line(no_black)}")
+        results[look.name] = {
+            "uncalibrated": plain.summary()["detection_recall"], "calibrated_dev": calibrated.summary()["detection_recall"],
+            "table_uncalibrated": plain_rest.summary()["detection_recall"],
+            "table_calibrated": wizard.summary()["detection_recall"],
+            "table_no_black_level": no_black.summary()["detection_recall"],
+        }
+    report(f"({time.perf_counter() - start:.0f} s)")
+    return results
+
+
+__all__ = ["LOOKS", "Look", "run_calibration_bench"]

@@ -1,0 +1,280 @@
+"""The wizard's steps as functions, on the rendered fixture photos.
+
+Truth comes from the renders themselves: the tray's corners are projected with the studio's own
+camera model from each setup's plan (`fixtures/studio/plan.py`, the seed the photo was rendered
+from, checked against the photo label's scene), and the dice from the photo labels.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from calibration.bench import LOOKS, Look
+from calibration.profile import Profile, save_profile
+from calibration.steps import (
+    MIN_DIE_SIZE, black_level, check, check_quad, confirmed_from_labels, find_tray, framing, grow_tray, learn_tossup,
+    tally_coverage,
+)
+from fixtures.studio.plan import STILL_SIZE, draw_setup
+from scanner.evaluate import match
+from scanner.labels import LabelledPhoto, photo_labels
+from scanner.reader import Scanner, load_scanner, subtract_black_level
+from scanner.tossup import TossUpParams, order_clockwise, read_tossup
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+EMPTIES = sorted((FIXTURES / "tossup").glob("*-empty.json")) + sorted((FIXTURES / "tallyup").glob("*-empty.json"))
+
+
+def projected_tray(label_path: Path, height: str = "rim") -> np.ndarray:
+    """The tray's inner corners in the photo (clockwise from top-left), by the studio's camera.
+
+    `height` "rim": the inner edge of the wall tops; "floor": where the walls meet the floor.
+    The pose follows `fixtures/studio/scene.py` (`camera_pose`: the camera sits towards the near
+    side, looks at the aim point, rolled about its axis); the focal length is the label's.
+    """
+    scene = json.loads(label_path.read_text())["scene"]
+    game, index = scene["setup"].rsplit("-s", 1)
+    setup = draw_setup(game, int(index))
+    assert setup["tray"]["inner_w"] * 100 == pytest.approx(scene["tray_cm"]["inner_w"]), "plan and render differ"
+    camera = setup["camera"]
+    h, tilt, yaw = camera["height_m"], math.radians(camera["tilt_deg"]), math.radians(camera["yaw_deg"])
+    aim = np.array([camera["aim_m"][0], camera["aim_m"][1], 0.0])
+    location = aim + np.array([math.sin(yaw) * h * math.tan(tilt), -math.cos(yaw) * h * math.tan(tilt), h])
+    forward = (aim - location) / np.linalg.norm(aim - location)
+    right = np.cross(forward, [-math.sin(yaw), math.cos(yaw), 0.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    roll = math.radians(camera["roll_deg"])
+    rotation = np.stack([right, up, -forward], axis=1) @ np.array(
+        [[math.cos(roll), -math.sin(roll), 0], [math.sin(roll), math.cos(roll), 0], [0, 0, 1]])
+    width, height_px = STILL_SIZE
+    focal = scene["camera"]["lens_mm"] / scene["camera"]["sensor_width_mm"] * width
+    tray = setup["tray"]
+    z = tray["wall_h"] if height == "rim" else 0.0
+    points = []
+    for sx, sy in ((-1, 1), (1, 1), (1, -1), (-1, -1)):
+        q = rotation.T @ (np.array([sx * tray["inner_w"] / 2, sy * tray["inner_d"] / 2, z]) - location)
+        points.append((width / 2 + focal * q[0] / -q[2] - 0.5, height_px / 2 - focal * q[1] / -q[2] - 0.5))
+    return order_clockwise(np.float32(points))
+
+
+@functools.lru_cache(maxsize=None)
+def _photo(path: Path) -> np.ndarray:
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    assert image is not None, path
+    image.setflags(write=False)
+    return image
+
+
+def _rolls(label_path: Path) -> list[LabelledPhoto]:
+    setup = json.loads(label_path.read_text())["scene"]["setup"]
+    return [p for p in photo_labels(label_path.parent) if p.scene["setup"] == setup and p.dice]
+
+
+# -- step 2: the tray -------------------------------------------------------------------------
+
+
+def test_the_projection_puts_every_labelled_die_inside_the_tray_rim():
+    # The truth checked against the labels before it judges the finder.
+    for path in EMPTIES:
+        rim = projected_tray(path)
+        for photo in _rolls(path):
+            for die in photo.dice:
+                assert cv2.pointPolygonTest(rim, die.center, True) > -2, (photo.image.name, die.center)
+
+
+@pytest.mark.parametrize("path", EMPTIES, ids=lambda p: p.stem)
+def test_the_tray_is_found_in_every_empty_fixture(path: Path):
+    found = find_tray(_photo(path.with_suffix(".jpg")))
+    assert found is not None
+    quad = np.float32(found.quad)
+    rim, floor = projected_tray(path), projected_tray(path, "floor")
+    # Every corner lies within 9 % of the frame width of the rim's corner (the floor seen
+    # from above, widened; a wall that looks like the floor is taken for floor).
+    assert np.abs(quad - rim).max() < 0.09 * STILL_SIZE[0], (quad.round(), rim.round())
+    # It is the tray, not the frame: it covers the floor and is not much bigger than the tray
+    # (walls of the floor's own material are taken for floor up to their outer edge).
+    assert cv2.contourArea(quad) > 0.7 * cv2.contourArea(floor)
+    assert cv2.contourArea(quad) < 1.5 * cv2.contourArea(rim)
+    # A side is reported cut off only where the tray really reaches the frame's edge.
+    width, height = STILL_SIZE
+    near = {"left": rim[:, 0].min() < 0.05 * width, "right": rim[:, 0].max() > 0.95 * width,
+            "top": rim[:, 1].min() < 0.05 * height, "bottom": rim[:, 1].max() > 0.95 * height}
+    assert all(near[side] for side in found.cut_off), (found.cut_off, rim.round())
+
+
+def test_the_tray_grown_by_the_first_confirmed_roll_holds_the_dice_of_the_later_rolls():
+    outside = total = 0
+    for path in EMPTIES:
+        found = find_tray(_photo(path.with_suffix(".jpg")))
+        assert found is not None
+        rolls = _rolls(path)
+        first = confirmed_from_labels(rolls[0].dice)
+        size = float(np.median([d.size for d in first]))
+        tray = np.float32(grow_tray(found.quad, [d.center for d in first], 0.6 * size))
+        for die in first:
+            assert cv2.pointPolygonTest(tray, die.center, True) >= 0.6 * size - 1
+        later = [d for photo in rolls[1:] for d in photo.dice]
+        outside += sum(cv2.pointPolygonTest(tray, d.center, False) < 0 for d in later)
+        total += len(later)
+    assert outside <= 0.015 * total, f"{outside} of {total} dice outside the tray"
+
+
+def test_the_black_level_of_the_empty_tray_follows_an_added_room_light():
+    empty = _photo(FIXTURES / "tossup" / "tossup-s01-empty.jpg")
+    own = np.float32(black_level(empty))
+    assert (own < 40).all()  # the render's own shadows are dark
+    look = Look("test", gains=(0.8, 1.0, 1.2), brightness=0.5, cast=(30.0, 10.0, 0.0))
+    expected = own * np.float32(look.gains) * look.brightness + np.float32(look.cast)
+    measured = np.float32(black_level(look.apply(empty)))
+    assert np.abs(measured - expected).max() <= 3, (measured, expected)
+    # Taken off again, the shadows are as dark as before the room light was added.
+    restored = np.float32(black_level(subtract_black_level(look.apply(empty), measured)))
+    assert restored.max() <= 2
+    assert subtract_black_level(empty, None) is empty and (Look("same").apply(empty) == empty).all()
+
+
+def test_a_profile_black_level_is_taken_off_before_the_scanner_reads(tmp_path):
+    photo = _photo(FIXTURES / "tossup" / "tossup-s01-r00.jpg")
+    lit = Look("room light", cast=(30.0, 10.0, 0.0)).apply(photo)
+    level = (30.0, 10.0, 0.0)
+    path = save_profile(Profile(name="evening", black_level=level), tmp_path / "evening.json")
+    scanner = load_scanner("tossup", path)
+    assert scanner.black_level == level
+    assert list(scanner.read(lit)) == list(Scanner("tossup").read(subtract_black_level(lit, level)))
+    unclipped = (lit < 255).all(axis=2)
+    assert np.abs(subtract_black_level(lit, level).astype(int) - photo.astype(int))[unclipped].max() <= 1
+
+
+def test_user_corners_are_checked_and_ordered():
+    quad = check_quad([[1000, 600], [100, 100], [1000, 100], [100, 600]], (1280, 720))
+    assert quad == ((100, 100), (1000, 100), (1000, 600), (100, 600))
+    for bad, words in [([[0, 0]] * 3, "four corners"), ([[0, 0], [1, 1], [2, "x"], [3, 3]], "corner 2"),
+                       ([[0, 0], [5000, 0], [5000, 700], [0, 700]], "outside"),
+                       ([[0, 0], [10, 0], [10, 10], [0, 10]], "sliver")]:
+        with pytest.raises(ValueError, match=words):
+            check_quad(bad, (1280, 720))
+
+
+# -- step 1: framing --------------------------------------------------------------------------
+
+
+def test_a_well_framed_tray_needs_no_hints():
+    for name in ("tossup-s01", "tossup-s03", "tallyup-s04"):
+        game = name.split("-")[0]
+        report = framing(_photo(FIXTURES / game / f"{name}-empty.jpg"))
+        assert report.ok, (name, report.hints)
+
+
+def test_framing_hints_name_what_is_wrong():
+    image = _photo(FIXTURES / "tossup" / "tossup-s01-empty.jpg")
+    cut = framing(np.ascontiguousarray(image[:, 320:]))
+    assert "the tray's left edge is cut off" in " ".join(cut.hints)
+    blurred = framing(cv2.GaussianBlur(image, (0, 0), 4))
+    assert any("blurred" in h for h in blurred.hints)
+    dark = framing((image * 0.2).astype(np.uint8))
+    assert any("too dim" in h for h in dark.hints)
+    glare = image.copy()
+    tray = find_tray(image)
+    assert tray is not None
+    x0, y0 = (int(v) for v in tray.quad[0])
+    glare[y0 + 40:y0 + 200, x0 + 40:x0 + 200] = 255  # a lamp's mirror image, top left of the tray
+    assert any(h.startswith("glare on the top left") for h in framing(glare).hints)
+
+
+# -- step 4: die size and Toss Up colours -----------------------------------------------------
+
+
+def _first_dev_roll(look=LOOKS[0]) -> tuple[np.ndarray, LabelledPhoto]:
+    photo = next(p for p in photo_labels(FIXTURES / "tossup", split="dev") if len(p.dice) >= 8)
+    return look.apply(_photo(photo.image)), photo
+
+
+def test_learning_from_a_confirmed_roll_gives_the_die_size_and_finds_the_dice():
+    image, photo = _first_dev_roll()
+    confirmed = confirmed_from_labels(photo.dice)
+    learned = learn_tossup([(image, confirmed)])
+    labelled = float(np.median([d.size for d in photo.dice if not d.cocked]))
+    assert learned.die_size == pytest.approx(labelled, rel=0.02)
+    assert learned.frame_size == (image.shape[1], image.shape[0])
+    assert learned.confirmed == len(confirmed)
+    labels = [d.labelled() for d in confirmed]
+    default = read_tossup(image)
+    assert learned.found >= sum(default[ri].face == labels[li].face for li, ri in match(labels, default))
+    assert learned.false == 0
+    assert set(learned.chroma) <= {"green", "yellow", "red"} and all(0.3 < c < 1.5 for c in learned.chroma.values())
+
+
+def test_learning_under_a_changed_look_finds_at_least_what_the_defaults_find():
+    look = LOOKS[-1]  # the bluish room light, which the defaults suffer from
+    image, photo = _first_dev_roll(look)
+    confirmed = confirmed_from_labels(photo.dice)
+    learned = learn_tossup([(image, confirmed)])
+    labels = [d.labelled() for d in confirmed]
+    default_right = sum(read_tossup(image)[ri].face == labels[li].face for li, ri in match(labels, read_tossup(image)))
+    assert learned.found >= default_right
+    assert learned.params != TossUpParams() or learned.found == len(confirmed)
+
+
+def test_learning_needs_confirmed_dice():
+    with pytest.raises(ValueError, match="no confirmed Toss Up dice"):
+        learn_tossup([(np.zeros((720, 1280, 3), np.uint8), [])])
+
+
+# -- step 5: Tally coverage -------------------------------------------------------------------
+
+
+def test_tally_coverage_counts_faces_until_every_face_is_seen_often_enough():
+    teach = list(photo_labels(FIXTURES / "tallyup-teach"))
+    assert teach, "no teach set"
+    rolls, progress = [], []
+    for photo in teach:
+        rolls.append(confirmed_from_labels(photo.dice))
+        coverage = tally_coverage(rolls, need=3)
+        progress.append(coverage.progress)
+    assert progress == sorted(progress) and progress[0] < 0.5
+    assert coverage.complete and coverage.progress == 1.0 and coverage.missing == []
+    first = tally_coverage(rolls[:1], need=3)
+    missing = {(d, f) for d, f, _ in first.missing}
+    assert ("up", "x2") in missing or first.counts.get(("up", "x2"), 0) < 3
+    assert first.to_json()["dice"]["red"]["star"] == first.counts.get(("red", "star"), 0)
+
+
+# -- step 6: the check ------------------------------------------------------------------------
+
+
+def _check(images: list[np.ndarray], photo: LabelledPhoto, **changes):
+    confirmed = confirmed_from_labels(photo.dice)
+    scanner = Scanner("tossup")
+    options = {"tray": None, "die_size": 48.0, "frame_size": (1280, 720), **changes}
+    return check([(image, confirmed) for image in images], lambda image, _: scanner.read(image), **options)
+
+
+def test_a_good_table_is_ready_with_a_confusion_matrix():
+    image, photo = _first_dev_roll()
+    result = _check([image], photo)
+    assert result.ready and result.verdict == "ready"
+    faces = {d.face for d in photo.dice if not d.cocked}
+    assert set(result.confusion) == {"tossup"} and set(result.confusion["tossup"]) == faces
+    assert all(result.confusion["tossup"][f].get(f, 0) > 0 for f in faces)
+    assert result.summary["tossup"]["face_accuracy"] == 1.0
+
+
+def test_the_verdict_says_what_to_fix():
+    image, photo = _first_dev_roll()
+    dim = _check([(image * 0.15).astype(np.uint8)], photo)
+    assert not dim.ready and any(p.startswith("light too dim") for p in dim.problems)
+    small = _check([image], photo, die_size=MIN_DIE_SIZE * 0.8)
+    assert any(p.startswith("dice too small in the frame") for p in small.problems)
+    glare = image.copy()
+    glare[200:420, 60:300] = 255
+    glared = _check([image], photo, empty=glare)
+    assert any(p.startswith("glare on the left") for p in glared.problems), glared.problems
+    assert "not ready: " in glared.verdict
