@@ -189,23 +189,33 @@ def check_data_dir(data_dir: Path) -> CheckResult:
 
 
 def check_profile(profile: Path | None, data_dir: Path) -> list[CheckResult]:
+    """The profile serve will use: --profile, else the data directory's active one; every saved
+    profile must load too (the wizard may switch to any of them)."""
+    from calibration.library import ProfileLibrary
     from calibration.profile import load_profile
 
-    if profile is None:
-        saved = sorted((data_dir / "profiles").glob("*.json"))
-        results = [CheckResult("calibration", "warn", "no calibration profile is active: the scanner uses its defaults",
-                               "calibrate the table and start serve with --profile FILE (or DICETRAY_PROFILE)")]
-        for path in saved:
-            try:
-                load_profile(path)
-            except ValueError as error:
-                results.append(CheckResult("calibration", "FAIL", str(error), f"re-calibrate, or remove {path}"))
-        return results
+    results = []
+    library = ProfileLibrary(data_dir)
+    for path in sorted(library.folder.glob("*.json")) if library.folder.is_dir() else []:
+        if profile is not None and path.resolve() == Path(profile).resolve():
+            continue
+        try:
+            load_profile(path)
+        except ValueError as error:
+            results.append(CheckResult("calibration", "FAIL", str(error),
+                                       f"re-calibrate, or remove {path} (dicetray calibrate list shows them all)"))
+    chosen, how = (profile, "--profile") if profile is not None else (library.active_path(), "active")
+    if chosen is None:
+        return [CheckResult("calibration", "warn", "no calibration profile is active: the scanner uses its defaults",
+                            "run the calibration wizard (Calibrate camera on the table page) or "
+                            "dicetray calibrate use NAME")] + results
     try:
-        loaded = load_profile(profile)
+        loaded = load_profile(chosen)
     except ValueError as error:  # ProfileError names the field at fault and the fix
-        return [CheckResult("calibration", "FAIL", str(error), "re-calibrate, or start without --profile")]
-    return [CheckResult("calibration", "ok", f"profile {loaded.name!r} ({profile}) is valid")]
+        return [CheckResult("calibration", "FAIL", str(error),
+                            "re-calibrate, or start without --profile" if how == "--profile" else
+                            "re-calibrate, or choose another with dicetray calibrate use NAME")] + results
+    return [CheckResult("calibration", "ok", f"{how} profile {loaded.name!r} ({chosen}) is valid")] + results
 
 
 def check_disk(data_dir: Path, usage: Callable[[Path], Any] = shutil.disk_usage) -> CheckResult:

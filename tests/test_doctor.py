@@ -9,6 +9,7 @@ from pathlib import Path
 import cv2
 from click.testing import CliRunner
 
+from calibration.library import ProfileLibrary
 from calibration.profile import Profile, save_profile
 from scorekeeper.cli import main
 from scorekeeper.live_doctor import (
@@ -111,6 +112,14 @@ def test_profiles_and_disk(tmp_path):
     bad.write_text("{not json")
     results = check_profile(None, tmp_path)
     assert [r.level for r in results] == ["warn", "FAIL"] and "damaged" in results[1].detail
+    # The active profile is the one serve uses without --profile.
+    library = ProfileLibrary(tmp_path)
+    library.save(Profile(name="evening"), activate=True)
+    results = check_profile(None, tmp_path)
+    assert [r.level for r in results] == ["ok", "FAIL"] and "active profile 'evening'" in results[0].detail
+    library.path_of("evening").write_text('{"version": 1, "name": "evening", "die_size": -3}')
+    results = check_profile(None, tmp_path)
+    assert results[0].level == "FAIL" and "die_size" in results[0].detail and "calibrate use" in results[0].fix
     gib = 1024**3
     assert check_disk(tmp_path / "new" / "dir", lambda p: DiskUsage(10 * gib, 0, 5 * gib)).level == "ok"
     assert check_disk(tmp_path, lambda p: DiskUsage(10 * gib, 0, gib // 2)).level == "warn"
