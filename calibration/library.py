@@ -9,13 +9,11 @@ mid-write leaves the old profile (or the old pointer) in place, never half a fil
 from __future__ import annotations
 
 import logging
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.profile import Profile, ProfileError, load_profile, save_profile
+from calibration.profile import Profile, ProfileError, load_profile, save_profile, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -46,20 +44,6 @@ class ProfileEntry:
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "active": self.active, "ok": self.error is None, "error": self.error,
                 "created": self.created, "taught_tally": self.taught_tally}
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 class ProfileLibrary:
@@ -116,7 +100,7 @@ class ProfileLibrary:
     def activate(self, name: str) -> Path:
         """Make `name` the active profile; it must exist and be valid (ProfileError otherwise)."""
         self.load(name)
-        _write_atomically(self.folder / ACTIVE_FILE, f"{name}\n".encode())
+        write_atomically(self.folder / ACTIVE_FILE, f"{name}\n".encode())
         log.info("active calibration profile: %s", name)
         return self.path_of(name)
 
@@ -124,7 +108,7 @@ class ProfileLibrary:
         """Write a profile (and its empty-tray photo) under its name; optionally make it active."""
         path = self.path_of(profile.name)
         if empty_jpeg is not None:
-            _write_atomically(self.folder / f"{profile.name}-empty.jpg", empty_jpeg)
+            write_atomically(self.folder / f"{profile.name}-empty.jpg", empty_jpeg)
         save_profile(profile, path)
         if activate:
             self.activate(profile.name)

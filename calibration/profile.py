@@ -152,14 +152,14 @@ def load_profile(path: Path | str) -> Profile:
     return profile_from_json(data, str(path))
 
 
-def save_profile(profile: Profile, path: Path | str) -> Path:
-    """Write atomically: a crash mid-write never leaves a damaged profile behind."""
+def write_atomically(path: Path | str, data: bytes) -> Path:
+    """Write a file so that a crash mid-write never leaves a damaged one behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(profile.to_json(), handle, indent=1)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)
@@ -167,3 +167,8 @@ def save_profile(profile: Profile, path: Path | str) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return path
+
+
+def save_profile(profile: Profile, path: Path | str) -> Path:
+    """Write atomically: a crash mid-write never leaves a damaged profile behind."""
+    return write_atomically(path, json.dumps(profile.to_json(), indent=1).encode())
