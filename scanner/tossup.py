@@ -8,6 +8,12 @@ white pixels, whatever the tray looks like (green felt around a green inset, a w
 around a white die): holes are found with the contour tree, never by colour alone. The rim
 is also each die's own white reference, which makes the colour reading independent of the
 lamp's colour and brightness.
+
+Cocked dice (leaning on the wall or on another die) are told from flat ones by what perspective
+allows: a flat die shows its side faces toward the nadir, the more the farther it lies from it,
+and a view model fitted to the frame's own flat dice says how much; a second face that is too
+large or in the wrong direction means the die leans. A die propped on a neighbour's edge sits
+closer to it than two flat dice can, with its top squashed toward it.
 """
 
 from __future__ import annotations
@@ -47,12 +53,42 @@ class TossUpParams:
     #: Candidates less colourful than this against their rim are shadows or gaps, not insets
     #: (the palest real inset, a yellow in warm light, measures about 0.5 on the dev split).
     inset_chroma: float = 0.4
+    #: A Toss Up set has 10 dice; more candidates than this means a patterned tray.
+    max_dice: int = 10
     #: Below this confidence a face is reported as "unsure" rather than guessed.
     min_confidence: float = 0.6
+    #: No longer used (cocked dice are judged by the view model below); kept so that saved
+    #: calibration profiles, which list every parameter, still load.
     cocked_side_ratio: float = 0.55
+    #: Two insets closer than this many die sides belong to one die (adjacent faces of a cube
+    #: are at most 0.71 sides apart, two flat dice at least 1).
+    same_die: float = 0.8
+    #: A die's second face counts when its inset is at least this share of a typical top's
+    #: (twice that for the faces of a die whose top inset was not found).
+    min_face_share: float = 0.12
+    #: A single face away from every top is a die when at least this square (a side seen
+    #: edge-on is thinner); its confidence is scaled by lone_confidence.
+    lone_aspect: float = 0.4
+    lone_confidence: float = 0.8
+    #: Prior of the view model (see _solve_view): focal length in frame widths, and its weight
+    #: against the dice of the frame.
+    focal_prior: float = 0.9
+    view_prior_weight: float = 1.0
+    #: A die leans when its side face (side/top area ratio along its direction) is larger than
+    #: a flat die's there by lean_slack, or off the nadir's direction by lean_across...
+    lean_slack: float = 0.15
+    lean_across: float = 0.25
+    #: ...plus this share of the flat die's expected side vector.
+    lean_relative: float = 0.3
+    #: A die propped on a neighbour: closer to it than touch_lean face sides (flat dice: >= 1),
+    #: its inset less square than lean_aspect (after perspective) and by lean_aspect_gap less
+    #: square than the neighbour's.
+    touch_lean: float = 0.95
+    lean_aspect: float = 0.93
+    lean_aspect_gap: float = 0.06
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: two insets are never "the same"
 class Inset:
     contour: np.ndarray  # in full-resolution pixels
     center: tuple[float, float]
@@ -79,9 +115,11 @@ def _illuminant(image: np.ndarray) -> np.ndarray:
     return np.maximum(np.array(levels, np.float32), 8.0)
 
 
-def _white_mask(image: np.ndarray, params: TossUpParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """White pixels once the lamp's tint and level are divided out: bright and nearly neutral."""
-    balanced = cv2.transform(image, np.diag(235.0 / _illuminant(image)).astype(np.float32))
+def _white_mask(balanced: np.ndarray, params: TossUpParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """White pixels of a balanced image (see _balanced): bright and nearly neutral.
+
+    Also returns the balanced image's value (max channel) and spread (max - min channel).
+    """
     b, g, r = cv2.split(balanced)
     high = cv2.max(cv2.max(b, g), r)
     low = cv2.min(cv2.min(b, g), r)
@@ -89,6 +127,11 @@ def _white_mask(image: np.ndarray, params: TossUpParams) -> tuple[np.ndarray, np
     spread = cv2.multiply(cv2.subtract(high, low), 1.0 / params.white_saturation)
     bright = cv2.compare(high, params.white_value * 235, cv2.CMP_GT)
     return cv2.bitwise_and(bright, cv2.compare(spread, high, cv2.CMP_LT)), high, cv2.subtract(high, low)
+
+
+def _balanced(image: np.ndarray) -> np.ndarray:
+    """The image with the lamp's tint and level divided out (its white at 235)."""
+    return cv2.transform(image, np.diag(235.0 / _illuminant(image)).astype(np.float32))
 
 
 def _quad(contour: np.ndarray) -> np.ndarray:
@@ -145,6 +188,12 @@ def _hull_insets(white: np.ndarray, taken: np.ndarray, outline: np.ndarray, min_
     return found
 
 
+#: Share of the ring around a coloured blob that must be white for it to count as an inset: a
+#: die in the shadow of the tray wall keeps a white rim on its lit sides only, often less than
+#: half of the ring.
+FRAMED_SHARE = 0.3
+
+
 def _coloured_insets(high: np.ndarray, spread: np.ndarray, white: np.ndarray, taken: np.ndarray, min_side: float) -> list[Inset]:
     """Insets whose white rim is cut open and merged with other white (a pale floor).
 
@@ -155,27 +204,34 @@ def _coloured_insets(high: np.ndarray, spread: np.ndarray, white: np.ndarray, ta
         cv2.compare(spread, cv2.multiply(high, 0.45), cv2.CMP_GT), cv2.compare(high, 30, cv2.CMP_GT)
     )
     coloured = cv2.bitwise_and(coloured, cv2.bitwise_not(taken))
-    coloured = cv2.morphologyEx(coloured, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    mask = cv2.morphologyEx(coloured, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    contours = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]
     found = []
-    for contour in cv2.findContours(coloured, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]:
+    for contour in contours:
         inset = _inset(contour, min_side, open_=True)
         if inset is None or inset.area < 2 * min_side**2 or inset.side > 12 * min_side or inset.aspect < 0.5:
             continue
-        x, y, w, h = cv2.boundingRect(contour)
-        pad = max(3, int(0.2 * inset.side))
-        x0, y0 = max(x - pad, 0), max(y - pad, 0)
-        x1, y1 = min(x + w + pad, white.shape[1]), min(y + h + pad, white.shape[0])
-        blob = np.zeros((y1 - y0, x1 - x0), np.uint8)
-        cv2.drawContours(blob, [contour - np.array([x0, y0])], -1, 255, -1)
-        ring = cv2.bitwise_and(cv2.dilate(blob, np.ones((2 * pad + 1, 2 * pad + 1), np.uint8)), cv2.bitwise_not(blob))
-        framed = cv2.countNonZero(cv2.bitwise_and(ring, white[y0:y1, x0:x1])) / max(cv2.countNonZero(ring), 1)
-        if framed >= 0.4:
+        if _framed(inset, white) >= FRAMED_SHARE:
             found.append(inset)
     return found
 
 
+def _framed(inset: Inset, white: np.ndarray) -> float:
+    """The share of a thin ring around an inset that is white."""
+    contour = inset.contour
+    x, y, w, h = cv2.boundingRect(contour)
+    pad = max(3, int(0.2 * inset.side))
+    x0, y0 = max(x - pad, 0), max(y - pad, 0)
+    x1, y1 = min(x + w + pad, white.shape[1]), min(y + h + pad, white.shape[0])
+    blob = np.zeros((y1 - y0, x1 - x0), np.uint8)
+    cv2.drawContours(blob, [contour - np.array([x0, y0])], -1, 255, -1)
+    ring = cv2.bitwise_and(cv2.dilate(blob, np.ones((2 * pad + 1, 2 * pad + 1), np.uint8)), cv2.bitwise_not(blob))
+    return cv2.countNonZero(cv2.bitwise_and(ring, white[y0:y1, x0:x1])) / max(cv2.countNonZero(ring), 1)
+
+
 def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], np.ndarray]:
-    white, high, spread = _white_mask(image, params)
+    balanced = _balanced(image)
+    white, high, spread = _white_mask(balanced, params)
     contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     insets: list[Inset] = []
     min_side = params.min_inset * image.shape[1] / 1280.0
@@ -275,6 +331,7 @@ WORK_WIDTH = 960
 
 
 def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True) -> list[DieReading]:
+    """Every Toss Up die in a BGR frame: its top face, colour and whether it lies cocked."""
     params = params or TossUpParams()
     scale = 1.0
     if image.shape[1] > WORK_WIDTH:
@@ -287,10 +344,11 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
         i for i in insets
         if colours[id(i)][2] >= params.inset_chroma and not (i.open and colours[id(i)][0] == UNSURE)
     ]
-    tops = [i for i in insets if i.aspect >= params.top_aspect]
-    if not tops:
+    if not insets:
         return []
-    typical = float(np.median([i.side for i in tops]))
+    tops = [i for i in insets if i.aspect >= params.top_aspect]
+    # A frame of cocked or cut dice only still has a scale: an inset's long side.
+    typical = float(np.median([i.side for i in tops or insets]))
     tops = [i for i in tops if 0.6 * typical <= i.side <= 1.6 * typical]
     # A side face of one die can look square at the edge of the view; keep the larger inset
     # when two lie closer than one die. Framed insets go first: an open one beside a framed
@@ -303,16 +361,33 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
         beside_framed = 1.05 * die_size if inset.open else near
         if all(math.dist(inset.center, k.center) > (near if k.open else beside_framed) for k in kept):
             kept.append(inset)
-    sides = [i for i in insets if i.aspect < params.top_aspect]
+    dice = _pair_faces(kept, insets, colours, typical, params)
+    if len(dice) > params.max_dice:
+        # More dice than the game has: the tray's own pattern has inset-like patches (coloured
+        # squares between pale stripes), which only ever pass as open insets. Trust only the
+        # insets framed by a whole rim, as dice and as their second faces.
+        kept = [k for k in kept if not k.open]
+        dice = _pair_faces(kept, [i for i in insets if not i.open], colours, typical, params)
+    leaning = _leaning(dice, kept, image.shape[1], image.shape[0], params)
     readings = []
-    for inset in kept:
-        face, confidence, _ = colours[id(inset)]
-        center = np.array(inset.center, np.float32)
-        corners = order_clockwise(center + (inset.quad - center) * params.face_per_inset) * scale
+    kept_ids = {id(k) for k in kept}
+    for (top, partner), cocked in zip(dice, leaning):
+        face, confidence, _ = colours[id(top)]
+        if id(top) not in kept_ids and partner is None:
+            # A lone face may be a side: weaker evidence, so an unclear colour becomes unsure.
+            confidence = round(confidence * params.lone_confidence, 4)
+            face = face if confidence >= params.min_confidence else UNSURE
+        center = np.array(top.center, np.float32)
+        corners = center + (top.quad - center) * params.face_per_inset
+        if cocked and partner is not None:
+            # Which of the two faces points most upward is not clear from above, and a cocked
+            # die is re-rolled anyway: the midpoint lies on the die whichever it is.
+            shift = (np.array(partner.center, np.float32) - center) / 2
+            center, corners = center + shift, corners + shift
+        corners = order_clockwise(corners) * scale
         # Pixel centres: a half-size pixel at i covers full-size pixels 2i and 2i+1.
         corners += (scale - 1) / 2
         center = center * scale + (scale - 1) / 2
-        cocked = _looks_cocked(inset, sides, params)
         readings.append(
             DieReading(
                 center=(float(center[0]), float(center[1])),
@@ -321,16 +396,176 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
                 face=face if with_faces else None,
                 confidence=confidence if with_faces else 0.0,
                 cocked=cocked,
-                size=inset.side * params.face_per_inset * scale,
+                size=top.side * params.face_per_inset * scale,
             )
         )
     readings.sort(key=lambda d: (d.center[1], d.center[0]))
     return readings
 
 
-def _looks_cocked(top: Inset, sides: list[Inset], params: TossUpParams) -> bool:
-    reach = 1.2 * params.face_per_inset * top.side
-    near = [s for s in sides if math.dist(s.center, top.center) < reach]
-    if not near:
+def _pair_faces(
+    kept: list[Inset], insets: list[Inset], colours: dict[int, tuple[str, float, float]], typical: float,
+    params: TossUpParams,
+) -> list[tuple[Inset, Inset | None]]:
+    """Each die's top inset with the largest other face of the same die, if one shows.
+
+    Two faces of one cube have centres at most ~0.71 face sides apart however the cube lies,
+    two flat dice at least one side: an inset that close to a top is that die's side face
+    (or, on a cocked die, its other top-like face). Two such faces with no top near them are a
+    die standing on an edge or leaning on the wall, found by nothing else.
+    """
+    faces = [i for i in insets if i not in kept and colours[id(i)][0] != UNSURE
+             and i.area >= params.min_face_share * typical**2]
+
+    def same_die(a: Inset, b: Inset) -> bool:
+        # An open inset may be cut short: never judge by a die smaller than the frame's typical.
+        return math.dist(a.center, b.center) < params.same_die * params.face_per_inset * max(a.side, b.side, typical)
+
+    partners: dict[int, Inset] = {}
+    loose = []
+    for face in faces:
+        owners = [k for k in kept if same_die(k, face)]
+        if owners:
+            owner = min(owners, key=lambda k: math.dist(k.center, face.center))
+            if id(owner) not in partners or face.area > partners[id(owner)].area:
+                partners[id(owner)] = face
+        elif face.area >= 2 * params.min_face_share * typical**2 and all(
+            math.dist(k.center, face.center) > params.face_per_inset * max(k.side, typical) for k in kept
+        ):
+            loose.append(face)
+    dice: list[tuple[Inset, Inset | None]] = [(k, partners.get(id(k))) for k in kept]
+    loose.sort(key=lambda i: -i.area)
+    used: set[int] = set()
+    for a in loose:
+        if id(a) in used:
+            continue
+        mates = [b for b in loose if b is not a and id(b) not in used and same_die(a, b)]
+        if mates:
+            b = max(mates, key=lambda i: i.area)
+            used.update((id(a), id(b)))
+            dice.append((a, b))
+        elif a.aspect >= params.lone_aspect:
+            # A die-sized face far from every top: a top cut by a shadow or by the wall
+            # (mostly), or the side of a die whose top is too dark to see.
+            used.add(id(a))
+            dice.append((a, None))
+    return dice
+
+
+#: A flat top seen at up to ~35 degrees keeps at least this share of a face-on top's area.
+OPEN_TOP_SHARE = 0.8
+
+
+def _side_vector(top: Inset, side: Inset, width: float, top_area: float) -> tuple[np.ndarray, np.ndarray]:
+    """(top centre in frame widths, side/top area ratio times the unit vector from top to side).
+
+    An open top is cut by a shadow or the wall, so its area is no measure of the die: it is
+    never taken as smaller than a share of the frame's typical framed top (`top_area`).
+    """
+    offset = np.subtract(side.center, top.center)
+    reference = max(top.area, OPEN_TOP_SHARE * top_area) if top.open else top.area
+    ratio = min(side.area / max(reference, 1.0), 1.5)
+    return np.array(top.center) / width, ratio * offset / max(float(np.linalg.norm(offset)), 1e-6)
+
+
+def _solve_view(evidence: list[tuple[np.ndarray, np.ndarray]], aspect: float, params: TossUpParams) -> tuple[float, np.ndarray]:
+    """(a, b) of the flat-die model `side vector = b - a * p` (p in frame widths).
+
+    A flat die shows its side faces toward the nadir (where vertical lines meet in the image),
+    with a side/top area ratio of tan(view angle) ~ |nadir - p| / focal: so a = 1 / focal and
+    b = nadir / focal. Least squares over the frame's other dice, pulled toward a weak prior
+    (nadir at the frame centre, focal about one frame width) so that a frame with few visible
+    side faces still has a model.
+    """
+    a0 = 1.0 / params.focal_prior
+    w = params.view_prior_weight
+    rows = [[w, 0.0, 0.0], [0.0, w, 0.0], [0.0, 0.0, w]]
+    values = [w * a0, w * a0 * 0.5, w * a0 * 0.5 * aspect]
+    for p, v in evidence:
+        rows += [[-p[0], 1.0, 0.0], [-p[1], 0.0, 1.0]]
+        values += [v[0], v[1]]
+    solution = np.linalg.lstsq(np.array(rows), np.array(values), rcond=None)[0]
+    return float(solution[0]), solution[1:]
+
+
+def _leaning(dice: list[tuple[Inset, Inset | None]], kept: list[Inset], width: int, height: int,
+             params: TossUpParams) -> list[bool]:
+    """Per die: does it show its second face where, or as large as, no flat die here would?
+
+    The view is fitted to the dice that the prior alone finds flat, leaving out the die being
+    judged (one cocked die must not bend the model that judges it). Two faces with no top
+    between them are a die on its edge or leaning on the wall.
+    """
+    aspect = height / width
+    framed = [k.area for k in kept if not k.open] or [k.area for k in kept]
+    top_area = float(np.median(framed)) if framed else 0.0
+    evidence = {index: _side_vector(top, partner, float(width), top_area)
+                for index, (top, partner) in enumerate(dice) if partner is not None and top in kept}
+    prior = _solve_view([], aspect, params)
+    flat = {i: e for i, e in evidence.items() if not _misfits(*e, *prior, params)}
+    result = []
+    for index, (top, partner) in enumerate(dice):
+        if partner is None or index not in evidence:
+            result.append(partner is not None)
+            continue
+        view = _solve_view([e for i, e in flat.items() if i != index], aspect, params)
+        result.append(_misfits(*evidence[index], *view, params))
+    view = _solve_view(list(flat.values()), aspect, params)
+    for index, (top, _) in enumerate(dice):
+        if not result[index] and top in kept and _rests_on_neighbour(top, kept, view, float(width), params):
+            result[index] = True
+    return result
+
+
+def _squareness(inset: Inset, view: tuple[float, np.ndarray], width: float) -> float:
+    """The inset's aspect over what perspective alone makes of a flat top there (cos of the view angle)."""
+    a, b = view
+    expected = float(np.linalg.norm(b - a * np.array(inset.center) / width))
+    return inset.aspect * math.sqrt(1.0 + expected * expected)
+
+
+def _rests_on_neighbour(top: Inset, kept: list[Inset], view: tuple[float, np.ndarray], width: float,
+                        params: TossUpParams) -> bool:
+    """A die leaning on another: closer to it than two flat dice can be, its top foreshortened.
+
+    Two flat tops are at least one face side apart. A die propped on a neighbour's edge comes
+    a little closer and tilts its top toward or away from that neighbour, so its inset is
+    squashed along the line joining them, more than perspective squashes the neighbour's.
+    Framed insets only (both): an open one is cut, its shape says nothing.
+    """
+    others = [k for k in kept if k is not top]
+    if top.open or not others:
         return False
-    return max(s.area for s in near) / top.area >= params.cocked_side_ratio
+    neighbour = min(others, key=lambda k: math.dist(k.center, top.center))
+    if neighbour.open:
+        return False
+    gap = math.dist(neighbour.center, top.center) / (params.face_per_inset * max(top.side, neighbour.side))
+    squareness = _squareness(top, view, width)
+    if gap >= params.touch_lean or squareness >= params.lean_aspect:
+        return False
+    if squareness > _squareness(neighbour, view, width) - params.lean_aspect_gap:
+        return False
+    (_, _), (w, h), angle = cv2.minAreaRect(top.contour)
+    minor = math.radians(angle + (0.0 if w < h else 90.0))
+    towards = np.subtract(neighbour.center, top.center)
+    along = abs(math.cos(minor) * towards[0] + math.sin(minor) * towards[1]) / max(float(np.linalg.norm(towards)), 1e-6)
+    return along >= math.cos(math.radians(35.0))
+
+
+def _misfits(p: np.ndarray, seen: np.ndarray, a: float, b: np.ndarray, params: TossUpParams) -> bool:
+    """The side vector `seen` of a die at p is not what a flat die shows in the view (a, b).
+
+    Seen smaller than expected is common on flat dice (a neighbour or the wall hides part of
+    the side face), so only a larger one counts; a side face off the nadir's direction, or
+    on its far side, does too. The tolerance grows with the expected vector, whose direction
+    is uncertain near the nadir.
+    """
+    expected = b - a * p
+    length = float(np.linalg.norm(expected))
+    direction = expected / max(length, 1e-6)
+    along = float(seen @ direction)
+    across = abs(float(seen[0] * direction[1] - seen[1] * direction[0]))
+    slack = params.lean_relative * length
+    return (along - length > params.lean_slack + slack
+            or across > params.lean_across + slack
+            or along < -params.lean_slack)

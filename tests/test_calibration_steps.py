@@ -35,7 +35,8 @@ EMPTIES = sorted((FIXTURES / "tossup").glob("*-empty.json")) + sorted((FIXTURES 
 def projected_tray(label_path: Path, height: str = "rim") -> np.ndarray:
     """The tray's inner corners in the photo (clockwise from top-left), by the studio's camera.
 
-    `height` "rim": the inner edge of the wall tops; "floor": where the walls meet the floor.
+    `height` "rim": the inner edge of the wall tops; "floor": where the walls meet the floor;
+    "outer": the outer edge of the wall tops; "foot": where the walls' outsides meet the table.
     The pose follows `fixtures/studio/scene.py` (`camera_pose`: the camera sits towards the near
     side, looks at the aim point, rolled about its axis); the focal length is the label's.
     """
@@ -57,10 +58,12 @@ def projected_tray(label_path: Path, height: str = "rim") -> np.ndarray:
     width, height_px = STILL_SIZE
     focal = scene["camera"]["lens_mm"] / scene["camera"]["sensor_width_mm"] * width
     tray = setup["tray"]
-    z = tray["wall_h"] if height == "rim" else 0.0
+    z = tray["wall_h"] if height in ("rim", "outer") else 0.0
+    out = tray["wall_t"] if height in ("outer", "foot") else 0.0
     points = []
     for sx, sy in ((-1, 1), (1, 1), (1, -1), (-1, -1)):
-        q = rotation.T @ (np.array([sx * tray["inner_w"] / 2, sy * tray["inner_d"] / 2, z]) - location)
+        corner = np.array([sx * (tray["inner_w"] / 2 + out), sy * (tray["inner_d"] / 2 + out), z])
+        q = rotation.T @ (corner - location)
         points.append((width / 2 + focal * q[0] / -q[2] - 0.5, height_px / 2 - focal * q[1] / -q[2] - 0.5))
     return order_clockwise(np.float32(points))
 
@@ -103,10 +106,12 @@ def test_the_tray_is_found_in_every_empty_fixture(path: Path):
     # (walls of the floor's own material are taken for floor up to their outer edge).
     assert cv2.contourArea(quad) > 0.7 * cv2.contourArea(floor)
     assert cv2.contourArea(quad) < 1.5 * cv2.contourArea(rim)
-    # A side is reported cut off only where the tray really reaches the frame's edge.
+    # A side is reported cut off only where the tray (its walls' outsides included) really
+    # reaches the frame's edge.
     width, height = STILL_SIZE
-    near = {"left": rim[:, 0].min() < 0.05 * width, "right": rim[:, 0].max() > 0.95 * width,
-            "top": rim[:, 1].min() < 0.05 * height, "bottom": rim[:, 1].max() > 0.95 * height}
+    whole = np.concatenate([rim, projected_tray(path, "outer"), projected_tray(path, "foot")])
+    near = {"left": whole[:, 0].min() < 0.05 * width, "right": whole[:, 0].max() > 0.95 * width,
+            "top": whole[:, 1].min() < 0.05 * height, "bottom": whole[:, 1].max() > 0.95 * height}
     assert all(near[side] for side in found.cut_off), (found.cut_off, rim.round())
 
 

@@ -76,3 +76,111 @@ def test_any_mode_finds_dice_without_reading_them():
 def test_empty_tray_has_no_dice():
     for background in BACKGROUNDS.values():
         assert Scanner("tossup").read(draw_tray(background, [])) == []
+
+
+WHITE = (236, 236, 232)
+INSET = {"green": (42, 98, 22), "yellow": (92, 236, 246), "red": (28, 42, 226)}
+
+
+def draw_die_with_side(image, top_center, top_face, side_face, side_direction, ratio, side=48):
+    """A die's top face plus one side face beside it, as a camera sees a cube at an angle.
+
+    Seen at an angle t from the top face's normal, toward `side_direction` (unit vector from
+    the top's centre toward the side face), the top is foreshortened to side * cos(t) and the
+    side face shows side * sin(t): `ratio` = tan(t) is the side/top area ratio.
+    """
+    cx, cy = top_center
+    ux, uy = side_direction
+    nx, ny = -uy, ux  # along the shared edge
+    angle = math.atan(ratio)
+    depth_top, depth_side = side * math.cos(angle), side * math.sin(angle)
+
+    def rect(start, end, half_width):  # depths measured from the top's centre along u
+        return np.array([(cx + ux * d + nx * w, cy + uy * d + ny * w)
+                         for d, w in ((start, half_width), (start, -half_width), (end, -half_width), (end, half_width))],
+                        np.int32)
+
+    inset = 40 / 48
+    cv2.fillConvexPoly(image, rect(-depth_top / 2, depth_top / 2, side / 2), WHITE, cv2.LINE_AA)
+    cv2.fillConvexPoly(image, rect(-depth_top / 2 * inset, depth_top / 2 * inset, side / 2 * inset), INSET[top_face], cv2.LINE_AA)
+    near, far = depth_top / 2, depth_top / 2 + depth_side
+    cv2.fillConvexPoly(image, rect(near, far, side / 2), WHITE, cv2.LINE_AA)
+    middle, half_depth = (near + far) / 2, depth_side / 2 * inset
+    cv2.fillConvexPoly(image, rect(middle - half_depth, middle + half_depth, side / 2 * inset), INSET[side_face], cv2.LINE_AA)
+    return image
+
+
+def _toward_centre(x, y, width=1280, height=720):
+    dx, dy = width / 2 - x, height / 2 - y
+    length = math.hypot(dx, dy)
+    return dx / length, dy / length
+
+
+def _only_reading(image):
+    readings = Scanner("tossup").read(cv2.GaussianBlur(image, (3, 3), 0))
+    assert len(readings) == 1, readings
+    return readings[0]
+
+
+def test_a_flat_die_off_axis_shows_its_side_toward_the_centre_and_is_not_cocked():
+    image = draw_tray(BACKGROUNDS["dark_felt"], [])
+    x, y = 1100, 600
+    # perspective: a side/top ratio about (distance from the nadir) / focal, toward the nadir
+    draw_die_with_side(image, (x, y), "green", "red", _toward_centre(x, y), 0.35)
+    reading = _only_reading(image)
+    assert reading.face == "green" and not reading.cocked
+    assert math.dist(reading.center, (x, y)) < 4
+
+
+def test_a_side_face_away_from_the_centre_means_the_die_leans():
+    image = draw_tray(BACKGROUNDS["wood"], [])
+    x, y = 1100, 600
+    away = tuple(-c for c in _toward_centre(x, y))
+    draw_die_with_side(image, (x, y), "yellow", "green", away, 0.5)
+    assert _only_reading(image).cocked
+
+
+def test_a_large_side_face_near_the_centre_means_the_die_leans():
+    image = draw_tray(BACKGROUNDS["green_felt"], [])
+    draw_die_with_side(image, (700, 400), "red", "yellow", _toward_centre(700, 400), 0.8)
+    reading = _only_reading(image)
+    assert reading.cocked
+    # reported between its two faces, on the die whichever face points up
+    assert math.dist(reading.center, (700, 400)) < 0.5 * 48
+
+
+def test_a_die_on_its_edge_shows_two_thin_faces_and_is_one_cocked_die():
+    image = draw_tray(BACKGROUNDS["dark_felt"], [])
+    # two faces of equal depth meeting at an edge, neither square: no top in view
+    for y0, y1, face in ((330, 358, "green"), (362, 390, "yellow")):
+        cv2.rectangle(image, (616, y0), (664, y1), WHITE, -1)
+        cv2.rectangle(image, (620, y0 + 4), (660, y1 - 4), INSET[face], -1)
+    reading = _only_reading(image)
+    assert reading.cocked
+    assert math.dist(reading.center, (640, 360)) < 0.5 * 48
+
+
+def test_flat_dice_in_a_row_are_never_cocked():
+    dice = [(400 + 49 * i, 300 + 3 * i, face, 0.05) for i, face in enumerate(["green", "red", "yellow", "green", "yellow"])]
+    readings = Scanner("tossup").read(draw_tray(BACKGROUNDS["white_board"], dice))
+    assert len(readings) == len(dice)
+    assert not any(r.cocked for r in readings)
+
+
+def test_a_tilted_camera_moves_the_nadir_flat_dice_stay_flat_and_a_leaning_one_is_found():
+    # camera tilted: vertical lines meet below the frame's centre; every flat die shows its
+    # side toward that point, by (distance / focal)
+    nadir, focal = (640.0, 600.0), 0.9 * 1280
+    image = draw_tray(BACKGROUNDS["wood"], [])
+    places = [(200, 120), (640, 110), (1080, 130), (180, 420), (1100, 430)]
+    faces = ["green", "yellow", "red", "green", "yellow"]
+    for (x, y), face in zip(places, faces):
+        dx, dy = nadir[0] - x, nadir[1] - y
+        distance = math.hypot(dx, dy)
+        draw_die_with_side(image, (x, y), face, "green" if face != "green" else "red", (dx / distance, dy / distance),
+                           distance / focal)
+    # ...and one die leaning the other way among them
+    draw_die_with_side(image, (640, 330), "red", "yellow", (0.0, -1.0), 0.45)
+    readings = Scanner("tossup").read(cv2.GaussianBlur(image, (3, 3), 0))
+    assert len(readings) == len(places) + 1
+    assert [r for r in readings if r.cocked] == [min(readings, key=lambda r: math.dist(r.center, (640, 330)))]
