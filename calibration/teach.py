@@ -6,8 +6,9 @@ by the dicetray camera from above; each photo comes with a label file in the fix
 every die a few times is enough: the look (body shades, ink, font, star) is all that is learned.
 
 Learning is two passes. The body colours come first, from the labelled top faces; with them the
-detector finds the same dice, and the face templates are cut from the *detected* quads, so what
-is learned matches what the reader will see. Then every example is read back with the learned
+detector finds the same dice, and the body colours are measured again on the *detected* top
+faces, so what is learned matches what the reader will see. Face templates are cut at the
+labelled corners: sharp, while the reader tries shifts and scales around what it finds. Then every example is read back with the learned
 model: a photo whose labels disagree with what is seen (a die that is not the colour it is
 labelled, a face that looks like another face) is reported and left out, and the model is
 learned again without it. Nothing is written unless learning succeeds, and then atomically.
@@ -56,6 +57,7 @@ class Sample:
     face: str
     lab: np.ndarray  # body colour, balanced 8-bit Lab
     ink: np.ndarray  # canonical ink mask, as cut (unknown right-angle turn)
+    ink_lighter: bool = True  # the print is lighter than the body
 
 
 @dataclass
@@ -101,15 +103,20 @@ def _usable(index: int, die: LabelledDie, scene: dict) -> bool:
 
 def _bodies(samples: Sequence[Sample]) -> dict[str, BodyColour]:
     by_die: dict[str, list[np.ndarray]] = defaultdict(list)
+    lighter: dict[str, list[bool]] = defaultdict(list)
     for sample in samples:
         by_die[sample.die].append(sample.lab)
+        lighter[sample.die].append(sample.ink_lighter)
     bodies = {}
     for die, labs in by_die.items():
         values = np.stack(labs)
         centre = np.median(values, axis=0)
         # A robust spread (median absolute deviation), so one odd photo does not widen it.
         spread = 1.4826 * np.median(np.abs(values - centre), axis=0) if len(values) >= 3 else np.zeros(3)
-        bodies[die] = BodyColour(tuple(float(v) for v in centre), tuple(float(max(v, 1.0)) for v in spread), len(values))
+        # Whether the print is lighter than the body: what most examples say.
+        votes = lighter[die]
+        bodies[die] = BodyColour(tuple(float(v) for v in centre), tuple(float(max(v, 1.0)) for v in spread), len(values),
+                                 2 * sum(votes) > len(votes))
     return bodies
 
 
@@ -170,33 +177,34 @@ def _templates(samples: Sequence[Sample]) -> tuple[FaceTemplate, ...]:
 
 def _cut(photo: str, image: np.ndarray, quad: np.ndarray, die: str, face: str, gains: np.ndarray,
          lab: np.ndarray | None = None) -> Sample:
-    ink, body, _ = ink_of(face_patch(image, quad, gains))
-    return Sample(photo, die, face, lab if lab is not None else lab_of(body), ink)
+    ink, body, colour = ink_of(face_patch(image, quad, gains))
+    lighter = bool(lab_of(colour)[0] > lab_of(body)[0])
+    return Sample(photo, die, face, lab if lab is not None else lab_of(body), ink, lighter)
 
 
 def _photo_samples(photo: str, image: np.ndarray, dice: Sequence[LabelledDie], scene: dict,
                    model: TallyModel | None, params: TallyParams) -> list[Sample]:
-    """The usable dice of one photo; cut at the detected quad when a model can find them."""
+    """The usable dice of one photo, cut at their labelled corners; with a model, each one's body
+    colour as measured on the top face the reader finds."""
     gains = balance_gains(image)
     usable = [(i, d) for i, d in enumerate(dice) if _usable(i, d, scene)]
-    detected: dict[int, DieReading] = {}
-    blobs_by_index = {}
+    colours: dict[int, np.ndarray] = {}
     if model is not None:
         compiled = compile_model(model, params)
         blobs = choose_dice(find_blobs(image, compiled, model, params, gains), model)
         readings = [DieReading(center=b.center, corners=tuple(map(tuple, b.quad)), size=b.side) for b in blobs]
         labels = [d for _, d in usable]
         for li, ri in match(labels, readings):
-            if math.dist(labels[li].center, readings[ri].center) < 0.25 * labels[li].size:
-                detected[li] = readings[ri]
-                blobs_by_index[li] = blobs[ri]
-    samples = []
-    for li, (_, die) in enumerate(usable):
-        if li in detected:
-            samples.append(_cut(photo, image, np.float32(detected[li].corners), die.die, die.face, gains, blobs_by_index[li].lab))
-        else:
-            samples.append(_cut(photo, image, np.float32(die.corners), die.die, die.face, gains))
-    return samples
+            # Of the squares that may be the top face, the labels say which one it is.
+            quads = blobs[ri].candidates or [blobs[ri].quad]
+            pick = min(range(len(quads)), key=lambda i: math.dist(labels[li].center, tuple(quads[i].mean(axis=0))))
+            if math.dist(labels[li].center, tuple(quads[pick].mean(axis=0))) < 0.25 * labels[li].size:
+                colours[li] = blobs[ri].colours[pick] if blobs[ri].colours else blobs[ri].lab
+    # The print is always cut at the labelled corners, so templates are sharp (the reader
+    # tries shifts and scales around the face it finds); the body colour is measured as the
+    # reader measures it, on the found top face, where the die was found.
+    return [_cut(photo, image, np.float32(die.corners), die.die, die.face, gains, colours.get(li))
+            for li, (_, die) in enumerate(usable)]
 
 
 def _learn(photos: Sequence[tuple[str, np.ndarray, Sequence[LabelledDie], dict]], params: TallyParams,

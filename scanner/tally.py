@@ -14,12 +14,21 @@ frame then is:
    drop out, then label every pixel with the die whose learned body colour it matches (a 3-D
    lookup table, one back-projection per frame). Each colour occurs at most once in the set, so
    touching dice of different colours come apart by colour alone.
-2. Per colour, the blob that looks most like a die top; side faces seen at the edge of the view
-   are darker than the lit top face and are cut off by brightness.
-3. The top face is warped to a canonical square; the ink is what differs from the body colour
+2. Per colour, the blobs that look like a die. A die seen off-axis shows side faces too: its
+   outline is the top square swept by the offset of its bottom, so the side and the two
+   squares that may be the top face follow from the outline's extents and cut corners
+   (`top_face_candidates`, no brightness rule: a side lamp or a cast shadow breaks those).
+   The candidate whose print looks most like one of the die's faces is the top face; a top
+   face found much smaller than the frame's other dice (print or shadow cut its body apart) is
+   looked for again at their size.
+3. Identities: the nearest learned body colour, measured on the more saturated half of the
+   top face (glare pales colours); a colour already held by a die that matches it better is
+   not available (a set has one die of each colour).
+4. The top face is warped to a canonical square; the ink is what differs from the body colour
    (in whichever direction: white or dark print); it is compared with that die's templates at
-   all four right-angle turns. The margin between the best face and the best *different* face
-   gives the confidence; a small margin gives "unsure", never a confident guess.
+   all four right-angle turns, a few shifts and scales. The margin between the best face and
+   the best *different* face gives the confidence; a small margin or a weak match gives
+   "unsure", never a confident guess.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import cv2
 import numpy as np
@@ -67,7 +76,7 @@ class TallyParams:
     body_distance: float = 3.2
     #: Smallest spreads (8-bit Lab units) assumed for L, a, b: shading on the top face and
     #: lamp differences the balance leaves over are never smaller than this.
-    spread_floor: tuple[float, float, float] = (14.0, 7.0, 7.0)
+    spread_floor: tuple[float, float, float] = (25.0, 7.0, 7.0)
     #: Top-face side in pixels at 1280 px width: the dice are never smaller or larger.
     min_side: float = 22.0
     max_side: float = 110.0
@@ -76,18 +85,22 @@ class TallyParams:
     identity_max_distance: float = 4.5
     #: Face: the best template's correlation must reach min_score, and its distance
     #: (1 - correlation) must be at most max_ratio times the best different face's.
-    min_score: float = 0.45
-    max_ratio: float = 0.7
+    min_score: float = 0.75
+    max_ratio: float = 0.6
+    #: Two faces of a die whose learned prints correlate at least this much (+100 and -100:
+    #: one short stroke apart) are told apart only with a ratio of at most close_ratio.
+    close_faces: float = 0.85
+    close_ratio: float = 0.5
     #: Candidate blobs measured per colour (the largest first).
     max_candidates: int = 6
     #: Scales at which a face is compared with the templates.
-    scales: tuple[float, ...] = (0.9, 1.0, 1.12)
+    scales: tuple[float, ...] = (0.85, 0.95, 1.05)
     #: A blob whose best template (any face of its colour) correlates less is no die.
     min_print_score: float = 0.2
     #: Above this share of clipped body pixels the face is not read (overexposed camera).
-    max_clipped: float = 0.3
-    #: A top face much less square than this in the image is a die leaning on something.
-    cocked_aspect: float = 0.6
+    max_clipped: float = 0.6
+    #: A top face covering less than this share of the die's outline: the die leans on something.
+    cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.
     square_aspect: float = 0.86
 
@@ -99,6 +112,8 @@ class BodyColour:
     lab: tuple[float, float, float]
     spread: tuple[float, float, float]
     examples: int = 0
+    #: Whether the print is lighter than the body (white on colour) or darker; None: not known.
+    ink_lighter: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +148,8 @@ class TallyModel:
             "source": self.source,
             "die_size": self.die_size,
             "bodies": {die: {"lab": [round(v, 2) for v in body.lab], "spread": [round(v, 2) for v in body.spread],
-                             "examples": body.examples} for die, body in sorted(self.bodies.items())},
+                             "examples": body.examples, "ink_lighter": body.ink_lighter}
+                       for die, body in sorted(self.bodies.items())},
             "faces": [{"die": t.die, "face": t.face, "examples": t.examples,
                        "ink": base64.b64encode(t.ink).decode("ascii")} for t in self.templates],
         }
@@ -169,8 +185,11 @@ def model_from_json(data: Any, where: str = "tallyup") -> TallyModel:
         spread = _numbers(raw.get("spread"), 3, f"{where}.bodies.{die}.spread")
         if min(spread) <= 0:
             raise ValueError(f"{where}.bodies.{die}.spread must be positive")
+        ink_lighter = raw.get("ink_lighter")
+        if ink_lighter is not None and not isinstance(ink_lighter, bool):
+            raise ValueError(f"{where}.bodies.{die}.ink_lighter must be true, false or null")
         bodies[die] = BodyColour(_numbers(raw.get("lab"), 3, f"{where}.bodies.{die}.lab"), spread,
-                                 int(raw.get("examples", 0)))
+                                 int(raw.get("examples", 0)), ink_lighter)
     faces_raw = data.get("faces")
     if not isinstance(faces_raw, list):
         raise ValueError(f"{where}.faces must be a list")
@@ -254,6 +273,10 @@ class _Compiled:
     lut: np.ndarray  # LUT_BINS**3 uint8, flattened (L, a, b) bins: die index + 1, or 0
     templates: dict[str, tuple[list[str], np.ndarray]]  # die -> (face per row, rows x side^2), 4 turns each
     tight: dict[str, np.ndarray]  # die -> LUT_BINS**3 uint8: 255 within half the body distance
+    #: Like `templates`, only the first (mean) template of each face: a quicker first look.
+    means: dict[str, tuple[list[str], np.ndarray]] = field(default_factory=dict)
+    #: Per die, the pairs of its faces whose prints are nearly the same (see close_faces).
+    close: dict[str, set[frozenset[str]]] = field(default_factory=dict)
 
 
 def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
@@ -270,11 +293,27 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
              for i, d in enumerate(dice)}
     templates: dict[str, tuple[list[str], np.ndarray]] = {}
     for die in dice:
-        rows = [(t.face, _normalised(np.rot90(t.array(), k))) for t in model.templates
+        # Padded with body to the patch size, so ink that a shift moves off the template
+        # (a "+" at the edge of "+100") still counts against it instead of vanishing.
+        rows = [(t.face, _normalised(np.pad(np.rot90(t.array(), k), SHIFT))) for t in model.templates
                 if t.die == die and t.face in DIE_FACES[die] for k in range(4)]
         if rows:
             templates[die] = ([f for f, _ in rows], np.ascontiguousarray(np.stack([r for _, r in rows]), np.float32))
-    return _Compiled(dice, lut, templates, tight)
+    means: dict[str, tuple[list[str], np.ndarray]] = {}
+    close: dict[str, set[frozenset[str]]] = {}
+    for die in templates:
+        first: dict[str, FaceTemplate] = {}  # the mean template of each face comes first
+        for t in model.templates:
+            if t.die == die and t.face in DIE_FACES[die]:
+                first.setdefault(t.face, t)
+        rows = [(t.face, _normalised(np.pad(np.rot90(t.array(), k), SHIFT))) for t in first.values() for k in range(4)]
+        means[die] = ([f for f, _ in rows], np.ascontiguousarray(np.stack([r for _, r in rows]), np.float32))
+        # Mean template against mean template, at every turn and shift.
+        alone = _Compiled(dice, lut, {die: means[die]}, tight)
+        close[die] = {frozenset((face, other)) for face, template in first.items()
+                      for other, score in face_scores(np.pad(template.array(), SHIFT), die, alone).items()
+                      if other != face and score >= params.close_faces}
+    return _Compiled(dice, lut, templates, tight, means, close)
 
 
 def _normalised(ink: np.ndarray) -> np.ndarray:
@@ -297,42 +336,9 @@ class Blob:
     fill: float  # blob area / its bounding rectangle's area: how die-like it is
     lab: np.ndarray  # mean balanced Lab of the top face's body pixels
     clipped: float = 0.0  # share of those pixels that the camera clipped (a channel at 255)
-
-
-def _quad(contour: np.ndarray) -> np.ndarray:
-    perimeter = cv2.arcLength(contour, True)
-    hull = cv2.convexHull(contour)
-    for epsilon in (0.04, 0.06, 0.08, 0.1):
-        approx = cv2.approxPolyDP(hull, epsilon * perimeter, True)
-        if len(approx) == 4 and cv2.isContourConvex(approx):
-            return approx.reshape(4, 2).astype(np.float32)
-    return cv2.boxPoints(cv2.minAreaRect(contour)).astype(np.float32)
-
-
-def _top_face(region: np.ndarray, body: np.ndarray, light: np.ndarray) -> np.ndarray:
-    """The lit top face inside a die's blob: side faces seen obliquely are darker.
-
-    The threshold comes from the body pixels only (print would add a third brightness level)
-    and is applied to the whole filled region, so light print stays inside the top face.
-    """
-    mask = region
-    values = light[body > 0]
-    if values.size < 20:
-        return mask
-    threshold, _ = cv2.threshold(values.reshape(-1, 1), 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
-    high, low = values[values > threshold], values[values <= threshold]
-    # Only split when there really are two brightness levels (a side face in view).
-    if high.size == 0 or low.size == 0 or float(high.mean()) - float(low.mean()) < 30:
-        return mask
-    top = cv2.bitwise_and(mask, cv2.compare(light, float(threshold), cv2.CMP_GT))
-    top = cv2.morphologyEx(top, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(top, connectivity=4)
-    if count < 2:
-        return mask
-    biggest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
-    if stats[biggest, cv2.CC_STAT_AREA] < 0.35 * cv2.countNonZero(mask):
-        return mask
-    return np.where(labels == biggest, 255, 0).astype(np.uint8)
+    #: Every square that may be the top face (the print decides); `quad` is the first.
+    candidates: list[np.ndarray] = field(default_factory=list)
+    colours: list[np.ndarray] = field(default_factory=list)  # body Lab on each candidate
 
 
 def lut_index(lab: np.ndarray) -> np.ndarray:
@@ -349,12 +355,13 @@ def label_pixels(lab: np.ndarray, compiled: _Compiled) -> np.ndarray:
 
 
 def _refine(image: np.ndarray, gains: np.ndarray, compiled: _Compiled, index: int, box: tuple[int, int, int, int],
-            min_side: float, max_side: float, band: np.ndarray | None = None,
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
-    """(top-face outline, its body mask, Lab window) at full resolution inside `box`.
+            min_side: float, max_side: float, band: np.ndarray | None = None, blob: np.ndarray | None = None,
+            ink_sign: int = 0) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray, float] | None:
+    """(die outline, top-face candidate quads, body mask, Lab window, clipped share) inside `box`.
 
-    The half-resolution blob only says where to look: corners and the body colour are
-    measured at full resolution, where a die is 30-60 pixels wide.
+    The half-resolution blob only says where to look: the outline and the body colour are
+    measured at full resolution, where a die is 30-60 pixels wide. Quads are in `box`
+    coordinates.
     """
     x, y, w, h = box
     window = image[y:y + h, x:x + w]
@@ -364,58 +371,140 @@ def _refine(image: np.ndarray, gains: np.ndarray, compiled: _Compiled, index: in
     else:  # the narrower colour band that told the die from a tray of its colour
         mask = band[lut_index(lab)]
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-    found = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]
-    if not found:
+    if blob is not None:
+        # Only the pixels of the blob found at low resolution: print may cut the body into
+        # pieces, none of which is the die alone, while a neighbour of the tray's colour is
+        # no part of it.
+        mask = cv2.bitwise_and(mask, blob)
+    points = cv2.findNonZero(mask)
+    if points is None or len(points) < 20:
         return None
-    # A top face is convex: print reaching near its edge (a circle) must not bite into it.
-    contour = cv2.convexHull(max(found, key=cv2.contourArea))
-    region = np.zeros_like(mask)
-    cv2.drawContours(region, [contour], -1, 255, -1)
-    body = cv2.bitwise_and(region, mask)
-    top = _top_face(region, body, lab[..., 0])
-    found = cv2.findContours(top, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]
-    if not found:
+    # A die is convex: print reaching near its edge (a circle) must not bite into it.
+    outline = cv2.convexHull(points)
+    quads = top_face_candidates(outline.reshape(-1, 2).astype(np.float32))
+    if not quads:
         return None
-    outline = cv2.convexHull(max(found, key=cv2.contourArea))
-    side = math.sqrt(max(cv2.contourArea(outline), 1.0))
+    side = float(np.linalg.norm(quads[0][1] - quads[0][0]))
     if not min_side <= side <= max_side:
         return None
-    filled = np.zeros_like(top)
-    cv2.drawContours(filled, [outline], -1, 255, -1)
-    body = cv2.bitwise_and(filled, mask)
+    region = np.zeros_like(mask)
+    cv2.drawContours(region, [outline], -1, 255, -1)
+    body = cv2.bitwise_and(region, mask)
+    if ink_sign:
+        printed = _print_square(lab[..., 0], region, body, quads[0], ink_sign)
+        if printed is not None and all(np.abs(printed.mean(0) - q.mean(0)).max() > 0.12 * side for q in quads):
+            quads.append(printed)
     # Clipping some channels but not all changes a colour's hue (a white die clips in all
     # three and stays white).
     high = cv2.max(cv2.max(window[..., 0], window[..., 1]), window[..., 2])
     low = cv2.min(cv2.min(window[..., 0], window[..., 1]), window[..., 2])
     saturated = cv2.bitwise_and(cv2.compare(high, 253, cv2.CMP_GE), cv2.compare(low, 253, cv2.CMP_LT))
     clipped = cv2.countNonZero(cv2.bitwise_and(saturated, body)) / max(cv2.countNonZero(body), 1)
-    return outline, body, lab, clipped
+    return outline, quads, body, lab, clipped
 
 
-def _brighter_square(light: np.ndarray, body: np.ndarray, centre: tuple[float, float], size: tuple[float, float],
-                     angle: float) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The top face inside an elongated blob (top face plus a side face seen obliquely).
+def _print_square(light: np.ndarray, region: np.ndarray, body: np.ndarray, quad: np.ndarray,
+                  ink_sign: int) -> np.ndarray | None:
+    """`quad` moved onto the die's largest print: the top face's print is its centre, while
+    the print on a side face seen at a slant is squeezed, and so smaller."""
+    level = cv2.mean(light, body)[0]
+    contrast = cv2.subtract(light, level) if ink_sign > 0 else cv2.subtract(np.full_like(light, int(level)), light)
+    ink = cv2.bitwise_and(cv2.compare(contrast, 25, cv2.CMP_GT), cv2.bitwise_and(region, cv2.bitwise_not(body)))
+    ink = cv2.morphologyEx(ink, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    count, _, stats, centroids = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    if count < 2:
+        return None
+    # Digits are separate strokes: join the components near the largest one.
+    biggest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    side = float(np.linalg.norm(quad[1] - quad[0]))
+    near = [i for i in range(1, count) if math.dist(centroids[i], centroids[biggest]) < 0.35 * side
+            and stats[i, cv2.CC_STAT_AREA] >= 3]
+    if not near:
+        return None
+    weights = stats[near, cv2.CC_STAT_AREA].astype(np.float32)
+    centre = (centroids[near] * weights[:, None]).sum(0) / weights.sum()
+    return (quad - quad.mean(axis=0) + np.float32(centre)).astype(np.float32)
 
-    The top face is a square as wide as the blob's short side, at the end of its long side
-    that is lit better (a side face is lit at a grazing angle).
+
+def _edge_angle(points: np.ndarray) -> float:
+    """The direction (radians, modulo a right angle) that most of an outline's length runs in.
+
+    A die's outline is its top square swept along the direction the camera sees its sides
+    in: four of its six edges run along the square's sides, two (shorter) along the sweep.
     """
-    (cx, cy), (w, h) = centre, size
-    side = min(w, h)
-    theta = math.radians(angle)
-    axis = (math.cos(theta), math.sin(theta)) if w >= h else (-math.sin(theta), math.cos(theta))
-    offset = (max(w, h) - side) / 2
-    best, best_level = ((cx, cy), (side, side)), -1.0
-    for sign in (-1, 1):
-        centre_here = (cx + sign * offset * axis[0], cy + sign * offset * axis[1])
-        square = np.zeros_like(body)
-        cv2.fillConvexPoly(square, cv2.boxPoints((centre_here, (side, side), angle)).astype(np.int32), 255)
-        inside = cv2.bitwise_and(square, body)
-        if cv2.countNonZero(inside) == 0:
-            continue
-        level = cv2.mean(light, inside)[0]
-        if level > best_level:
-            best, best_level = (centre_here, (side, side)), level
-    return best
+    edges = np.roll(points, -1, axis=0) - points
+    lengths = np.hypot(edges[:, 0], edges[:, 1])
+    angles = np.mod(np.arctan2(edges[:, 1], edges[:, 0]), math.pi / 2)
+    bins = 45
+    histogram = np.bincount(np.minimum((angles / (math.pi / 2) * bins).astype(int), bins - 1), lengths, bins)
+    smooth = histogram + 0.5 * (np.roll(histogram, 1) + np.roll(histogram, -1))
+    mode = (int(np.argmax(smooth)) + 0.5) / bins * (math.pi / 2)
+    # Refine: the length-weighted mean of the edges near the mode (angles times four wrap).
+    offset = np.angle(np.exp(4j * (angles - mode))) / 4
+    near = np.abs(offset) < math.radians(8)
+    if lengths[near].sum() > 0:
+        mode += float((offset[near] * lengths[near]).sum() / lengths[near].sum())
+    return mode
+
+
+def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
+    """Squares that can be a die's top face, given the die's convex outline (N x 2 pixels).
+
+    Seen from above, a die's outline is its top square swept by the offset at which the
+    camera sees its bottom: in the square's own axes, a box of side + |offset| with two
+    opposite corners cut off by triangles whose legs are the offset's components. The top
+    face fills one uncut corner, the bottom the other; which is which, the print decides, so
+    both are returned (one when no side face shows), fullest first. The legs are measured
+    against the other corners' rounding, so a rounded die gives no false offset.
+    """
+    if len(points) < 3:
+        return []
+    theta = _edge_angle(points)
+    u1 = np.float32([math.cos(theta), math.sin(theta)])
+    u2 = np.float32([-math.sin(theta), math.cos(theta)])
+    p1, p2 = points @ u1, points @ u2
+    lo1, hi1, lo2, hi2 = float(p1.min()), float(p1.max()), float(p2.min()), float(p2.max())
+    e1, e2 = hi1 - lo1, hi2 - lo2
+    if min(e1, e2) <= 2:
+        return []
+    # Where the outline touches each side of its box: the gap to each corner is a leg.
+    tolerance = max(1.0, 0.04 * max(e1, e2))
+
+    def contact(along: np.ndarray, across: np.ndarray, level: float, low: float, high: float) -> tuple[float, float]:
+        on = np.abs(across - level) <= tolerance
+        if not on.any():
+            return (high - low) / 2, (high - low) / 2
+        return float(along[on].min()) - low, high - float(along[on].max())
+
+    # legs[(i, j)] = (leg along u1, leg along u2) at the corner (low/high of u1, low/high of u2).
+    top_l, top_h = contact(p1, p2, lo2, lo1, hi1)
+    bottom_l, bottom_h = contact(p1, p2, hi2, lo1, hi1)
+    left_l, left_h = contact(p2, p1, lo1, lo2, hi2)
+    right_l, right_h = contact(p2, p1, hi1, lo2, hi2)
+    legs = {(0, 0): (top_l, left_l), (1, 0): (top_h, right_l), (0, 1): (bottom_l, left_h), (1, 1): (bottom_h, right_h)}
+    # The cut pair of opposite corners has the longer legs; the other pair shows the rounding.
+    diagonal = sum(legs[(0, 0)]) + sum(legs[(1, 1)])
+    anti = sum(legs[(1, 0)]) + sum(legs[(0, 1)])
+    cut, uncut = (((0, 0), (1, 1)), ((1, 0), (0, 1))) if diagonal > anti else (((1, 0), (0, 1)), ((0, 0), (1, 1)))
+    a = max(0.0, (legs[cut[0]][0] + legs[cut[1]][0] - legs[uncut[0]][0] - legs[uncut[1]][0]) / 2)
+    b = max(0.0, (legs[cut[0]][1] + legs[cut[1]][1] - legs[uncut[0]][1] - legs[uncut[1]][1]) / 2)
+    side = min(e1 - a, e2 - b) if a < 1.0 or b < 1.0 else (e1 - a + e2 - b) / 2
+    side = min(max(side, 0.5 * max(e1, e2)), e1, e2)
+    unit = np.float32([(0, 0), (1, 0), (1, 1), (0, 1)]) * side
+    outline = points.reshape(-1, 1, 2)
+    starts = {0: (lo1, lo2), 1: (hi1 - side, hi2 - side)}
+    candidates = []
+    for i, j in uncut:
+        local = unit + np.float32([starts[i][0], starts[j][1]])
+        quad = (np.outer(local[:, 0], u1) + np.outer(local[:, 1], u2)).astype(np.float32)
+        inside, _ = cv2.intersectConvexConvex(quad, outline)
+        candidates.append((inside / max(side * side, 1e-6), quad))
+    candidates.sort(key=lambda c: -c[0])
+    kept: list[np.ndarray] = []
+    for _, quad in candidates:
+        if all(np.abs(quad.mean(0) - k.mean(0)).max() > 0.12 * side for k in kept):
+            kept.append(quad)
+    return kept
 
 
 def _tighter(index: np.ndarray, contour: np.ndarray, tight: np.ndarray) -> list[np.ndarray]:
@@ -426,6 +515,23 @@ def _tighter(index: np.ndarray, contour: np.ndarray, tight: np.ndarray) -> list[
     mask = cv2.bitwise_and(inside, tight[index[y:y + h, x:x + w]])
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
     return [c + np.array([x, y]) for c in cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]]
+
+
+def _body_colour(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean Lab of the more saturated half of the body pixels: a lamp's mirror image (glare)
+    adds white, which pales a colour towards its neighbours (orange towards yellow), while
+    the pixels it spares keep the body's hue."""
+    pixels = lab[mask > 0].astype(np.float32)
+    if len(pixels) < 8:
+        return np.float32(cv2.mean(lab, mask)[:3])
+    chroma = np.hypot(pixels[:, 1] - 128, pixels[:, 2] - 128)
+    return pixels[chroma >= np.median(chroma)].mean(axis=0)
+
+
+def _ink_sign(model: TallyModel, die: str) -> int:
+    """+1 when the die's print is lighter than its body, -1 when darker, 0 when not learned."""
+    lighter = model.bodies[die].ink_lighter if die in model.bodies else None
+    return 0 if lighter is None else 1 if lighter else -1
 
 
 def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params: TallyParams,
@@ -472,21 +578,34 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
             x0, y0 = max(bx * scale - pad, 0), max(by * scale - pad, 0)
             x1, y1 = min((bx + bw) * scale + pad, image.shape[1]), min((by + bh) * scale + pad, image.shape[0])
             band = None if may_split else compiled.tight[die]
-            refined = _refine(image, gains, compiled, index, (x0, y0, x1 - x0, y1 - y0), min_side, max_side, band)
+            footprint = np.zeros((y1 - y0, x1 - x0), np.uint8)
+            cv2.drawContours(footprint, [contour * scale - np.int32([x0, y0])], -1, 255, -1)
+            footprint = cv2.dilate(footprint, np.ones((2 * scale + 1, 2 * scale + 1), np.uint8))
+            refined = _refine(image, gains, compiled, index, (x0, y0, x1 - x0, y1 - y0), min_side, max_side, band,
+                              footprint, _ink_sign(model, die))
             if refined is None:
                 continue
-            outline, body, lab, clipped = refined
-            (cx, cy), (rw, rh), angle = cv2.minAreaRect(outline)
+            outline, quads, body, lab, clipped = refined
+            (_, _), (rw, rh), _ = cv2.minAreaRect(outline)
             if min(rw, rh) < 0.4 * max(rw, rh):
                 continue
             fill = cv2.contourArea(outline) / max(rw * rh, 1.0)
-            aspect = min(rw, rh) / max(rw, rh, 1e-6)
-            if aspect < params.square_aspect:
-                (cx, cy), (rw, rh) = _brighter_square(lab[..., 0], body, (cx, cy), (rw, rh), angle)
-            colour = np.float32(cv2.mean(lab, body)[:3])
-            quad = cv2.boxPoints(((cx + x0, cy + y0), (rw, rh), angle)).astype(np.float32)
-            blobs.append(Blob(die, order_clockwise(quad), (cx + x0, cy + y0), math.sqrt(rw * rh), aspect, fill,
-                              colour, clipped))
+            side = float(np.linalg.norm(quads[0][1] - quads[0][0]))
+            # The top face's share of the die's outline: a die seen far off-axis or leaning on
+            # something shows much of a side face.
+            aspect = min(1.0, side * side / max(cv2.contourArea(outline), 1.0))
+            offset = np.float32([x0, y0])
+            tops = [order_clockwise(q + offset) for q in quads]
+            # The body colour is measured on each candidate top face: side faces are shaded.
+            colours = []
+            for quad in quads:
+                square = np.zeros_like(body)
+                cv2.fillConvexPoly(square, np.round(quad).astype(np.int32), 255)
+                inside = cv2.bitwise_and(square, body)
+                colours.append(_body_colour(lab, inside if cv2.countNonZero(inside) else body))
+            centre = tops[0].mean(axis=0)
+            blobs.append(Blob(die, tops[0], (float(centre[0]), float(centre[1])), side, aspect, fill, colours[0],
+                              clipped, tops, colours))
             if die != UP_DIE:
                 cv2.drawContours(taken[by:by + bh, bx:bx + bw], [contour - np.array([bx, by])], -1, 255, -1)
     return blobs
@@ -497,7 +616,7 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel) -> list[Blob]:
     if not blobs:
         return []
     typical = model.die_size * 1.0 if model.die_size else None
-    good = [b for b in blobs if b.fill > 0.6 and b.aspect > 0.45]
+    good = [b for b in blobs if b.fill > 0.6 and b.aspect > 0.3]
     if not good:
         return []
     if typical is None:
@@ -544,6 +663,13 @@ def windows(ink: np.ndarray) -> np.ndarray:
     return view.reshape(-1, TEMPLATE_SIDE * TEMPLATE_SIDE)
 
 
+def shifted(ink: np.ndarray) -> np.ndarray:
+    """A PATCH_SIDE ink mask at every shift of up to SHIFT pixels (body moving in), as rows."""
+    padded = np.pad(ink, SHIFT)
+    view = np.lib.stride_tricks.sliding_window_view(padded, (PATCH_SIDE, PATCH_SIDE))
+    return view.reshape(-1, PATCH_SIDE * PATCH_SIDE)
+
+
 def normalised_rows(rows: np.ndarray) -> np.ndarray:
     centred = rows - rows.mean(axis=1, keepdims=True)
     return centred / np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), 1e-6)
@@ -579,34 +705,90 @@ def ink_of(patch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return mask.reshape(patch.shape[:2]).astype(np.float32), body, ink
 
 
-def match_face(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Compiled,
-               params: TallyParams) -> tuple[str, float, float]:
-    """(face, confidence, best correlation) among the faces this die can show.
-
-    `ink` is one canonical ink mask or several (the same face cut at a few scales).
-    """
+def face_scores(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Compiled,
+                quick: bool = False) -> dict[str, float]:
+    """Per face this die can show, its best correlation with `ink` (one canonical ink mask or
+    several: the same face cut at a few scales or places), over every shift and right-angle
+    turn of every template of that face (`quick`: of its mean template only)."""
     if die not in compiled.templates:
-        return UNSURE, 0.0, 0.0
-    faces, matrix = compiled.templates[die]
+        return {}
+    faces, matrix = (compiled.means if quick else compiled.templates)[die]
     inks = [ink] if isinstance(ink, np.ndarray) else list(ink)
-    # Best over every shift and scale of the patch and every right-angle turn of every template.
-    rows = np.concatenate([windows(i) for i in inks])
+    rows = np.concatenate([shifted(i) for i in inks])
     # cv2.gemm, not numpy's matmul: OpenBLAS starts threads for it, which on a busy small
     # machine (a Pi reading a camera, a server with other work) costs ten times the product.
     scores = cv2.gemm(np.ascontiguousarray(normalised_rows(rows), np.float32), matrix, 1.0, None, 0.0,
                       flags=cv2.GEMM_2_T).max(axis=0)
-    best = int(np.argmax(scores))
-    face, score = faces[best], float(scores[best])
-    others = [float(s) for f, s in zip(faces, scores) if f != face]
-    runner_up = max(others) if others else 0.0
-    # Near-identical faces (+100 / -100) differ in a few pixels: what counts is how much
-    # closer the patch is to the best template than to the runner-up, i.e. the ratio of
-    # their distances (1 - correlation), not the raw difference of correlations.
-    ratio = (1.0 - score) / max(1.0 - runner_up, 1e-6)
-    if score < params.min_score or ratio > params.max_ratio:
+    best: dict[str, float] = {}
+    for face, score in zip(faces, scores.tolist()):
+        best[face] = max(best.get(face, -1.0), score)
+    return best
+
+
+def decide_face(scores: Mapping[str, float], params: TallyParams,
+                close: Collection[frozenset[str]] = frozenset()) -> tuple[str, float, float]:
+    """(face, confidence, best correlation) from per-face scores; "unsure" on a small margin.
+
+    `close` holds the pairs of faces whose prints are nearly the same: against such a face
+    the margin must be larger (a "+" lost to blur or a misplaced cut makes +100 a -100).
+    """
+    if not scores:
+        return UNSURE, 0.0, 0.0
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+    face, score = ranked[0]
+    if score < params.min_score:
         return UNSURE, 0.0, score
-    confidence = 0.5 + 0.5 * (params.max_ratio - ratio) / params.max_ratio
+    # What counts is how much closer the patch is to the best template than to each other
+    # face, i.e. the ratio of their distances (1 - correlation), not the raw difference.
+    worst = 0.0
+    for other, other_score in ranked[1:]:
+        ratio = (1.0 - score) / max(1.0 - other_score, 1e-6)
+        limit = params.close_ratio if frozenset((face, other)) in close else params.max_ratio
+        if ratio > limit:
+            return UNSURE, 0.0, score
+        worst = max(worst, ratio / limit)
+    confidence = 0.5 + 0.5 * (1.0 - worst)
     return face, round(confidence * min(1.0, score / 0.7), 4), score
+
+
+def match_face(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Compiled,
+               params: TallyParams) -> tuple[str, float, float]:
+    """(face, confidence, best correlation) among the faces this die can show."""
+    if die not in compiled.templates:
+        return UNSURE, 0.0, 0.0
+    return decide_face(face_scores(ink, die, compiled), params, compiled.close.get(die, frozenset()))
+
+
+def assign_identities(distances: Sequence[Mapping[str, float]], params: TallyParams) -> list[tuple[str, float]]:
+    """(die, confidence) per die found in one frame, from each one's colour distances.
+
+    A set holds one die of each colour, so two dice never share a colour: the closest
+    (die found, colour) pairs are settled first, and a die whose colour is already taken by a
+    die that matches it better is not available any more. The margin to the nearest colour
+    still available gives the confidence; a small one gives "unsure".
+    """
+    pairs = sorted((d, index, die) for index, row in enumerate(distances) for die, d in row.items())
+    owner: dict[str, int] = {}
+    assigned: dict[int, str] = {}
+    for d, index, die in pairs:
+        if index not in assigned and die not in owner:
+            owner[die], assigned[index] = index, die
+    result = []
+    for index, row in enumerate(distances):
+        die = assigned.get(index)
+        if die is None:
+            result.append((UNSURE, 0.0))
+            continue
+        best = row[die]
+        # Another colour is an alternative unless a die that matches it better holds it.
+        alternatives = [d for other, d in row.items() if other != die
+                        and (other not in owner or distances[owner[other]][other] >= d)]
+        margin = min(alternatives) - best if alternatives else 10.0
+        if best > params.identity_max_distance or margin < params.identity_margin:
+            result.append((UNSURE, 0.0))
+        else:
+            result.append((die, min(1.0, 0.5 + margin / 4.0)))
+    return result
 
 
 def identify(lab: np.ndarray, model: TallyModel, params: TallyParams) -> tuple[str, float]:
@@ -622,6 +804,26 @@ def identify(lab: np.ndarray, model: TallyModel, params: TallyParams) -> tuple[s
 
 
 @dataclass
+class DieRead:
+    """One die as read, with what the decision rested on (for diagnostics and tuning)."""
+
+    blob: Blob
+    die: str | None
+    die_confidence: float
+    distances: dict[str, float]  # normalised colour distance to every die's body
+    face: str | None
+    confidence: float
+    scores: dict[str, float]  # best correlation per face of the identified die
+
+    def reading(self, params: TallyParams) -> DieReading:
+        return DieReading(
+            center=self.blob.center, corners=tuple((float(x), float(y)) for x, y in self.blob.quad), die=self.die,
+            face=self.face, confidence=self.confidence, cocked=self.blob.aspect < params.cocked_aspect,
+            size=self.blob.side,
+        )
+
+
+@dataclass
 class TallyReader:
     """A compiled model, ready to read frames; build once, call `read` per frame."""
 
@@ -632,36 +834,78 @@ class TallyReader:
         self.compiled = compile_model(self.model, self.params)
 
     def read(self, image: np.ndarray, with_faces: bool = True) -> list[DieReading]:
+        readings = [d.reading(self.params) for d in self.read_dice(image, with_faces)]
+        readings.sort(key=lambda d: (d.center[1], d.center[0]))
+        return readings
+
+    def _regrow(self, image: np.ndarray, gains: np.ndarray, blob: Blob, side: float) -> None:
+        """Replace a too small top face by the best-printed square of `side` around it."""
+        tries = [blob.quad]
+        for quad in blob.candidates or [blob.quad]:
+            centre = quad.mean(axis=0)
+            tries.append(((quad - centre) * (side / max(blob.side, 1e-6)) + centre).astype(np.float32))
+        scores = [max(face_scores(ink_of(face_patch(image, q, gains))[0], blob.die, self.compiled, quick=True).values())
+                  for q in tries]
+        best = int(np.argmax(scores))
+        if best > 0:
+            centre = tries[best].mean(axis=0)
+            blob.quad, blob.center, blob.side = tries[best], (float(centre[0]), float(centre[1])), side
+
+    def read_dice(self, image: np.ndarray, with_faces: bool = True) -> list[DieRead]:
+        """Every die found, with its identity, face and the scores behind them."""
         gains = balance_gains(image)
-        readings = []
         # A patch of tray or rim in a die's colour carries no print like that die's: the best
         # template of its colour must match at least a little (before choosing one per colour,
         # so such a patch cannot take the real die's place).
         printed = []
         for blob in find_blobs(image, self.compiled, self.model, self.params, gains):
-            ink = ink_of(face_patch(image, blob.quad, gains))[0]
-            _, _, score = match_face(ink, blob.die, self.compiled, self.params)
-            if score >= self.params.min_print_score or blob.die not in self.compiled.templates:
+            if blob.die not in self.compiled.templates:
                 printed.append(blob)
-        for blob in choose_dice(printed, self.model):
-            cocked = blob.aspect < self.params.cocked_aspect
-            die, face, confidence = None, None, 0.0
-            if with_faces:
-                die, die_confidence = identify(blob.lab, self.model, self.params)
-                face = UNSURE
-                # A body the camera clipped has lost its colour: which die it is, is a guess.
-                if die != UNSURE and blob.clipped <= self.params.max_clipped:
-                    # The found quad may be a little off in size (a sliver of side face, a
-                    # rounded edge in shadow): the print is compared at a few scales.
-                    inks = [ink_of(face_patch(image, blob.quad, gains, scale))[0] for scale in self.params.scales]
-                    face, face_confidence, _ = match_face(inks, die, self.compiled, self.params)
-                    confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
-            readings.append(DieReading(
-                center=blob.center, corners=tuple((float(x), float(y)) for x, y in blob.quad), die=die, face=face,
-                confidence=confidence, cocked=cocked, size=blob.side,
-            ))
-        readings.sort(key=lambda d: (d.center[1], d.center[0]))
-        return readings
+                continue
+            # The top face is the candidate square whose print looks most like a face of
+            # this die (a side face's print is foreshortened, a half-square cut is no print).
+            scored = []
+            for quad in blob.candidates or [blob.quad]:
+                ink = ink_of(face_patch(image, quad, gains))[0]
+                scored.append(max(face_scores(ink, blob.die, self.compiled, quick=True).values()))
+            best = int(np.argmax(scored))
+            if scored[best] >= self.params.min_print_score:
+                if blob.candidates:
+                    quad = blob.candidates[best]
+                    centre = quad.mean(axis=0)
+                    blob.quad, blob.center = quad, (float(centre[0]), float(centre[1]))
+                if blob.colours:
+                    blob.lab = blob.colours[best]
+                printed.append(blob)
+        dice = []
+        chosen = choose_dice(printed, self.model)
+        if len(chosen) >= 3:
+            # Every die in a set is the same size: a top face found much smaller than the
+            # others is a part of it (print cut the body apart, a shadow took a corner). The
+            # face is looked for again at the common size, around each candidate and its print.
+            typical = float(np.median([b.side for b in chosen]))
+            for blob in chosen:
+                if blob.side < 0.88 * typical and blob.die in self.compiled.templates:
+                    self._regrow(image, gains, blob, typical)
+        distances_all = [colour_distances(blob.lab, self.model, self.params) for blob in chosen]
+        identities = assign_identities(distances_all, self.params)
+        for blob, distances, (die, die_confidence) in zip(chosen, distances_all, identities):
+            if not with_faces:
+                dice.append(DieRead(blob, None, 0.0, {}, None, 0.0, {}))
+                continue
+            face, confidence, scores = UNSURE, 0.0, {}
+            # A body the camera clipped has lost its colour: which die it is, is a guess.
+            if die != UNSURE and blob.clipped <= self.params.max_clipped:
+                # The found quad may be a little off in size (a sliver of side face, a
+                # rounded edge in shadow): the print is compared at a few scales.
+                inks = [ink_of(face_patch(image, blob.quad, gains, scale))[0] for scale in self.params.scales]
+                # The scale is chosen with the mean templates; every template decides there.
+                quick = [max(face_scores(ink, die, self.compiled, quick=True).values(), default=0.0) for ink in inks]
+                scores = face_scores(inks[int(np.argmax(quick))], die, self.compiled)
+                face, face_confidence, _ = decide_face(scores, self.params, self.compiled.close.get(die, frozenset()))
+                confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
+            dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
+        return dice
 
 
 def read_tally(image: np.ndarray, model: TallyModel | None = None, params: TallyParams | None = None,

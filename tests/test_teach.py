@@ -108,6 +108,7 @@ def test_profile_tallyup_section_is_validated(tmp_path, teach_dir):
         ({"faces": [{"die": "red", "face": "20", "ink": ""}]}, "has no face '20'"),
         ({"faces": [{"die": "red", "face": "50", "ink": "AAAA"}]}, "bytes"),
         ({"version": 9}, "version"),
+        ({"bodies": {"red": {"lab": [1, 2, 3], "spread": [1, 1, 1], "ink_lighter": "yes"}}}, "ink_lighter"),
     ]:
         bad = dict(good, tallyup=dict(good["tallyup"], **change))
         out.write_text(json.dumps(bad))
