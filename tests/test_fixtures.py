@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
-STILL_DIRS = {"tossup": "tossup", "tallyup": "tallyup", "tallyup-teach": "tallyup"}
+STILL_DIRS = {"tossup": "tossup", "tallyup": "tallyup", "tallyup-teach": "tallyup",
+              # the second, differently looking Tally set (issue 5), in scenes of its own
+              "alt/tallyup": "tallyup", "alt/tallyup-teach": "tallyup"}
 VIDEO_DIR = "videos"
 
 from scorekeeper.rules.dice import TALLY_FACES, UP_FACES
@@ -32,8 +34,12 @@ STILL_LABELS = [p for f in STILL_DIRS for p in _labels(f)]
 VIDEO_LABELS = _labels(VIDEO_DIR)
 
 
+def _folder(p: Path) -> str:
+    return p.parent.relative_to(FIX).as_posix()
+
+
 def _id(p: Path) -> str:
-    return f"{p.parent.name}/{p.stem}"
+    return f"{_folder(p)}/{p.stem}"
 
 
 def _load(p: Path) -> dict:
@@ -85,7 +91,7 @@ def test_no_orphan_media():
 def test_still(path: Path):
     lab = _load(path)
     assert lab["image"] == f"{path.stem}.jpg"
-    assert lab["dice_set"] == STILL_DIRS[path.parent.name]
+    assert lab["dice_set"] == STILL_DIRS[_folder(path)]
     assert isinstance(lab["dice"], list)
     assert isinstance(lab["scene"], dict)
     img = cv2.imread(str(path.parent / lab["image"]), cv2.IMREAD_COLOR)
@@ -149,8 +155,9 @@ def test_splits_are_by_setup():
     assert 0.5 <= dev / len(games) <= 0.7
 
 
-def test_teach_set_covers_every_face():
-    labels = _labels("tallyup-teach")
+@pytest.mark.parametrize("folder", ["tallyup-teach", "alt/tallyup-teach"])
+def test_teach_set_covers_every_face(folder: str):
+    labels = _labels(folder)
     assert labels
     n = {}
     for p in labels:
