@@ -85,27 +85,29 @@ def _dev_calibration(fixtures: Path, look: Look) -> tuple[Scanner, str]:
 
 
 def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPhoto, np.ndarray]],
-                       look: Look, subtract: bool = True) -> tuple[Scanner, list[tuple[LabelledPhoto, np.ndarray]]]:
+                       look: Look) -> tuple[Scanner, Scanner, list[tuple[LabelledPhoto, np.ndarray]]]:
     """The wizard on one table: its empty tray, its first roll confirmed; the rest is scored.
 
-    `subtract=False` leaves out the black level, to show what that step is worth.
+    Returns the calibrated scanner, the same calibration without the black-level step (to show
+    what that step is worth), and the photos left to score.
     """
     empty_path = fixtures / "tossup" / f"{setup}-empty.jpg"
     empty = cv2.imread(str(empty_path), cv2.IMREAD_COLOR)
     empty = look.apply(empty) if empty is not None else None
-    level = black_level(empty) if subtract and empty is not None else None
     found = find_tray(empty) if empty is not None else None
-    first, rest = photos[0], photos[1:]
-    first = (first[0], subtract_black_level(first[1], level))  # the wizard learns from what the scanner sees
-    confirmed = confirmed_from_labels(first[0].dice)
+    (first_label, first_image), rest = photos[0], photos[1:]
+    confirmed = confirmed_from_labels(first_label.dice)
     tray = found.quad if found else None
     if tray is not None and confirmed:
         size = float(np.median([d.size for d in confirmed]))
         tray = grow_tray(tray, [d.center for d in confirmed], 0.6 * size)
-    learned = learn_tossup([(first[1], confirmed)], tray)
-    scanner = Scanner("tossup", tossup=learned.params, tray=tray, die_size=learned.die_size,
-                      frame_size=learned.frame_size, black_level=level)
-    return scanner, rest
+    scanners = []
+    for level in (black_level(empty) if empty is not None else None, None):
+        # The wizard learns from what the scanner sees: the photo without the stray light.
+        learned = learn_tossup([(subtract_black_level(first_image, level), confirmed)], tray)
+        scanners.append(Scanner("tossup", tossup=learned.params, tray=tray, die_size=learned.die_size,
+                                frame_size=learned.frame_size, black_level=level))
+    return scanners[0], scanners[1], rest
 
 
 def run_calibration_bench(fixtures: Path, report: Callable[[str], None] = print,
@@ -131,13 +133,10 @@ def run_calibration_bench(fixtures: Path, report: Callable[[str], None] = print,
         for setup, table_photos in sorted(by_table.items()):
             if len(table_photos) < 2:
                 continue
-            table_scanner, rest = _table_calibration(fixtures, setup, table_photos, look)
-            for label, image in rest:
-                plain_rest.add(label.image.name, label.dice, Scanner("tossup").read(image))
-                wizard.add(label.image.name, label.dice, table_scanner.read(image))
-            without, rest = _table_calibration(fixtures, setup, table_photos, look, subtract=False)
-            for label, image in rest:
-                no_black.add(label.image.name, label.dice, without.read(image))
+            table_scanner, without, rest = _table_calibration(fixtures, setup, table_photos, look)
+            for card, reader in ((plain_rest, Scanner("tossup")), (wizard, table_scanner), (no_black, without)):
+                for label, image in rest:
+                    card.add(label.image.name, label.dice, reader.read(image))
         report("  per table as the wizard does it (empty tray + first roll; the other rolls scored):")
         report(f"    uncalibrated                    {_line(plain_rest)}")
         report(f"    calibrated                      {_line(wizard)}")

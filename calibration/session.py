@@ -326,7 +326,7 @@ class CalibrationSession:
             die_size=learned.die_size if learned else self.base.die_size,
             frame_size=learned.frame_size if learned else frame or self.base.frame_size,
             empty_tray=f"{self.name}-empty.jpg" if self.empty_id else self.base.empty_tray,
-            black_level=self.black_level if self.empty_id else self.base.black_level,
+            black_level=self._black_level(),
             camera=camera, tossup=learned.params if learned else self.base.tossup,
             tallyup=self.tally_model or self.base.tallyup,
         )

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
+
+import cv2
+import numpy as np
 
 from scanner.frames import UNSURE, DieReading
-from scanner.labels import LabelledDie
+from scanner.labels import LabelledDie, LabelledPhoto
 
 #: A reading matches a labelled die when its centre lies within this many top-face sizes.
 MATCH_RADIUS = 0.5
@@ -110,6 +113,20 @@ class Scorecard:
         for truth in truths:
             lines.append(truth.ljust(width) + "".join(str(self.confusion[(truth, r)]).rjust(width) for r in reads))
         return "\n".join(lines)
+
+
+def score_photos(read: Callable[[np.ndarray], Sequence[DieReading]], photos: Iterable[LabelledPhoto]) -> Scorecard:
+    """Read every labelled photo from disk with `read` and score the readings against its labels.
+
+    Raises ValueError naming a photo that cannot be read.
+    """
+    card = Scorecard()
+    for photo in photos:
+        image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
+        if image is None:
+            raise ValueError(f"cannot read {photo.image}")
+        card.add(photo.image.name, photo.dice, read(image))
+    return card
 
 
 def percentile(values: Iterable[float], q: float) -> float:

@@ -838,14 +838,18 @@ class TallyReader:
         readings.sort(key=lambda d: (d.center[1], d.center[0]))
         return readings
 
+    def _print_score(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str) -> float:
+        """How much the print inside `quad` looks like any face of `die` (mean templates only)."""
+        ink = ink_of(face_patch(image, quad, gains))[0]
+        return max(face_scores(ink, die, self.compiled, quick=True).values())
+
     def _regrow(self, image: np.ndarray, gains: np.ndarray, blob: Blob, side: float) -> None:
         """Replace a too small top face by the best-printed square of `side` around it."""
         tries = [blob.quad]
         for quad in blob.candidates or [blob.quad]:
             centre = quad.mean(axis=0)
             tries.append(((quad - centre) * (side / max(blob.side, 1e-6)) + centre).astype(np.float32))
-        scores = [max(face_scores(ink_of(face_patch(image, q, gains))[0], blob.die, self.compiled, quick=True).values())
-                  for q in tries]
+        scores = [self._print_score(image, gains, q, blob.die) for q in tries]
         best = int(np.argmax(scores))
         if best > 0:
             centre = tries[best].mean(axis=0)
@@ -864,10 +868,7 @@ class TallyReader:
                 continue
             # The top face is the candidate square whose print looks most like a face of
             # this die (a side face's print is foreshortened, a half-square cut is no print).
-            scored = []
-            for quad in blob.candidates or [blob.quad]:
-                ink = ink_of(face_patch(image, quad, gains))[0]
-                scored.append(max(face_scores(ink, blob.die, self.compiled, quick=True).values()))
+            scored = [self._print_score(image, gains, quad, blob.die) for quad in blob.candidates or [blob.quad]]
             best = int(np.argmax(scored))
             if scored[best] >= self.params.min_print_score:
                 if blob.candidates:

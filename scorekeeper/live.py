@@ -184,9 +184,14 @@ class ExposureLocked(FrameSource):
         self.inner.open()
         self.fps = self.inner.fps
         try:
-            self.locked = self.inner.lock_exposure()
+            self.lock_exposure()
         except Exception as error:  # an unlocked camera still reads dice; say so and carry on
             log.warning("could not lock exposure on %s: %s", self.name, error)
+
+    def lock_exposure(self) -> dict[str, Any]:
+        """Let the camera settle and lock it (again); what it locked is kept in `locked`."""
+        self.locked = self.inner.lock_exposure()
+        return dict(self.locked)
 
     def read(self) -> Frame | None:
         return self.inner.read()
@@ -293,9 +298,7 @@ class LiveTable:
         if source is None or not source.controllable:
             return {"locked": False, "note": f"{source.name if source else 'the camera'} cannot be controlled; "
                                              "exposure is left as it is"}
-        if isinstance(source, ExposureLocked):
-            if relock or not source.locked:
-                source.locked = source.inner.lock_exposure()
+        if isinstance(source, ExposureLocked) and source.locked and not relock:
             return dict(source.locked)
         return source.lock_exposure()
 

@@ -17,7 +17,7 @@ import pytest
 
 from calibration.library import ProfileLibrary
 from calibration.replay import StillSource
-from scanner.evaluate import Scorecard
+from scanner.evaluate import Scorecard, score_photos
 from scanner.labels import LabelledPhoto, load_photo_label, photo_labels
 from scanner.reader import Scanner, load_scanner
 from scorekeeper.web import create_app
@@ -86,12 +86,7 @@ def _correct(page: Any, editor: str, label: LabelledPhoto, expect: Any) -> None:
 
 
 def _card(scanner: Scanner, photos: list[LabelledPhoto]) -> Scorecard:
-    card = Scorecard()
-    for photo in photos:
-        image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
-        assert image is not None, photo.image
-        card.add(photo.image.name, photo.dice, scanner.read(image))
-    return card
+    return score_photos(scanner.read, photos)
 
 
 def _at_floors(card: Scorecard) -> None:

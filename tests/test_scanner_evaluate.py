@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 
-from scanner.evaluate import Scorecard, match, percentile
+import cv2
+import numpy as np
+import pytest
+
+from scanner.evaluate import Scorecard, match, percentile, score_photos
 from scanner.frames import DieReading
-from scanner.labels import LabelledDie
+from scanner.labels import LabelledDie, LabelledPhoto
 
 
 def label(x, y, face="green", die="tossup", cocked=False, size=40):
@@ -57,3 +61,13 @@ def test_rates_without_data_are_nan_and_percentiles():
     assert percentile([1, 2, 3, 4], 0.5) == 2.5
     assert percentile([5], 0.95) == 5
     assert math.isnan(percentile([], 0.5))
+
+
+def test_score_photos_reads_each_photo_and_names_one_it_cannot_read(tmp_path):
+    cv2.imwrite(str(tmp_path / "a.png"), np.zeros((20, 30, 3), np.uint8))
+    photo = LabelledPhoto(tmp_path / "a.png", "tossup", (label(10, 10, "green"),), {})
+    seen = []
+    card = score_photos(lambda image: seen.append(image.shape) or [reading(10, 10, "green")], [photo])
+    assert seen == [(20, 30, 3)] and card.summary()["face_accuracy"] == 1.0
+    with pytest.raises(ValueError, match="cannot read .*missing.png"):
+        score_photos(lambda image: [], [LabelledPhoto(tmp_path / "missing.png", "tossup", (), {})])

@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import pytest
 
-from scanner.evaluate import Scorecard
+from scanner.evaluate import Scorecard, score_photos
 from scanner.labels import photo_labels
 from scanner.reader import Scanner
 
@@ -33,13 +33,7 @@ FALSE_COCKED_RATE = 0.01
 def tossup_card() -> Scorecard:
     labels = list(photo_labels(FIXTURES / "tossup"))
     assert labels, "no Toss Up fixtures"
-    scanner = Scanner("tossup")
-    card = Scorecard()
-    for label in labels:
-        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-        assert image is not None, label.image
-        card.add(label.image.name, label.dice, scanner.read(image))
-    return card
+    return score_photos(Scanner("tossup").read, labels)
 
 
 def test_finds_the_dice(tossup_card):

@@ -115,6 +115,13 @@ def _only(body: dict[str, Any], allowed: set[str]) -> None:
         abort(400, f"unknown field(s) {sorted(unknown)}; expected {sorted(allowed) or 'none'}")
 
 
+def _flag(body: dict[str, Any], key: str, default: bool) -> bool:
+    value = body.get(key, default)
+    if not isinstance(value, bool):
+        abort(400, f"'{key}' must be true or false")
+    return value
+
+
 # -- the page ------------------------------------------------------------------------------
 
 
@@ -202,9 +209,7 @@ def exposure() -> Response | tuple[Response, int]:
     session = desk().session()
     body = _body(required=False)
     _only(body, {"relock"})
-    relock = body.get("relock", False)
-    if not isinstance(relock, bool):
-        abort(400, "'relock' must be true or false")
+    relock = _flag(body, "relock", False)
     table = live_table()
     if table is None:
         abort(409, NO_CAMERA)
@@ -252,9 +257,7 @@ def save() -> Response | tuple[Response, int]:
     session = desk().session()
     body = _body(required=False)
     _only(body, {"activate"})
-    activate_it = body.get("activate", True)
-    if not isinstance(activate_it, bool):
-        abort(400, "'activate' must be true or false")
+    activate_it = _flag(body, "activate", True)
 
     def work() -> dict[str, Any]:
         path = session.save(desk().library, activate=activate_it)
