@@ -162,6 +162,10 @@ class TrayFit:
 TRAY_MARGIN = 0.05
 
 
+#: 0 stands for OpenCV's own start state: the finder behaves as in a freshly started process.
+TRAY_SEED = 0
+
+
 def find_tray(image: np.ndarray, margin: float = TRAY_MARGIN) -> TrayFit | None:
     """The tray floor of an (empty) tray photo as a quadrilateral, or None when there is none.
 
@@ -180,6 +184,9 @@ def find_tray(image: np.ndarray, margin: float = TRAY_MARGIN) -> TrayFit | None:
     mask[:border, :] = mask[-border:, :] = cv2.GC_BGD
     mask[:, :border] = mask[:, -border:] = cv2.GC_BGD
     background, foreground = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
+    # GrabCut seeds its colour models with k-means from OpenCV's per-thread random generator:
+    # without a fixed seed the same photo could give another tray depending on what ran before.
+    cv2.setRNGSeed(TRAY_SEED)
     try:
         cv2.grabCut(small, mask, None, background, foreground, 4, cv2.GC_INIT_WITH_MASK)
     except cv2.error as error:  # a flat picture (lens cap) has no colours to model
