@@ -7,7 +7,8 @@ Every inset is surrounded by the die's white rim, so an inset is a *hole* in the
 white pixels, whatever the tray looks like (green felt around a green inset, a white board
 around a white die): holes are found with the contour tree, never by colour alone. The rim
 is also each die's own white reference, which makes the colour reading independent of the
-lamp's colour and brightness.
+lamp's colour and brightness. A die in the shadow of a tray wall keeps a rim that is only white
+against that shadow; a second, dimmer mask finds it where the first found nothing.
 
 Cocked dice (leaning on the wall or on another die) are told from flat ones by what perspective
 allows: a flat die shows its side faces toward the nadir, the more the farther it lies from it,
@@ -38,6 +39,9 @@ class TossUpParams:
     white_value: float = 0.42
     #: ...and its saturation (0-1) is below this.
     white_saturation: float = 0.26
+    #: In the shadow of a tray wall a rim can fall to a third of that; insets framed only by
+    #: such a dim rim are looked for in a second pass, where the first found nothing.
+    dim_white_value: float = 0.15
     #: Top-face side divided by the inset's side (median over the dev split's labels).
     face_per_inset: float = 1.21
     #: Smallest inset side in pixels at 1280 px width that we look for.
@@ -97,6 +101,23 @@ class Inset:
     area: float
     quad: np.ndarray  # 4x2 float, the inset's corners
     open: bool = False  # its rim is cut open (partly hidden)
+    dim: bool = False  # its rim is white only against the shadow it lies in
+
+    @property
+    def weak(self) -> bool:
+        """Weaker evidence than an inset framed by a whole rim in the lamp's light."""
+        return self.open or self.dim
+
+
+@dataclass(frozen=True)
+class WhiteMasks:
+    """Where a frame is white: in the lamp's light, and also in the shadow of a wall or die."""
+
+    bright: np.ndarray
+    dim: np.ndarray
+
+    def rims_of(self, inset: Inset) -> np.ndarray:
+        return self.dim if inset.dim else self.bright
 
 
 def _illuminant(image: np.ndarray) -> np.ndarray:
@@ -115,8 +136,8 @@ def _illuminant(image: np.ndarray) -> np.ndarray:
     return np.maximum(np.array(levels, np.float32), 8.0)
 
 
-def _white_mask(balanced: np.ndarray, params: TossUpParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """White pixels of a balanced image (see _balanced): bright and nearly neutral.
+def _white_mask(balanced: np.ndarray, params: TossUpParams) -> tuple[WhiteMasks, np.ndarray, np.ndarray]:
+    """White pixels of a balanced image (see _balanced): bright (or dim) and nearly neutral.
 
     Also returns the balanced image's value (max channel) and spread (max - min channel).
     """
@@ -125,8 +146,10 @@ def _white_mask(balanced: np.ndarray, params: TossUpParams) -> tuple[np.ndarray,
     low = cv2.min(cv2.min(b, g), r)
     # neutral: (high - low) < white_saturation * high, in saturating uint8 arithmetic
     spread = cv2.multiply(cv2.subtract(high, low), 1.0 / params.white_saturation)
-    bright = cv2.compare(high, params.white_value * 235, cv2.CMP_GT)
-    return cv2.bitwise_and(bright, cv2.compare(spread, high, cv2.CMP_LT)), high, cv2.subtract(high, low)
+    neutral = cv2.compare(spread, high, cv2.CMP_LT)
+    bright = cv2.bitwise_and(neutral, cv2.compare(high, params.white_value * 235, cv2.CMP_GT))
+    dim = cv2.bitwise_and(neutral, cv2.compare(high, params.dim_white_value * 235, cv2.CMP_GT))
+    return WhiteMasks(bright, dim), high, cv2.subtract(high, low)
 
 
 def _balanced(image: np.ndarray) -> np.ndarray:
@@ -229,28 +252,43 @@ def _framed(inset: Inset, white: np.ndarray) -> float:
     return cv2.countNonZero(cv2.bitwise_and(ring, white[y0:y1, x0:x1])) / max(cv2.countNonZero(ring), 1)
 
 
-def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], np.ndarray]:
+def _holes(white: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(holes, outer outlines) of a white mask."""
+    contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
+    if hierarchy is None:
+        return [], []
+    holes = [c for c, (_, _, _, parent) in zip(contours, hierarchy[0]) if parent >= 0]
+    outlines = [c for c, (_, _, _, parent) in zip(contours, hierarchy[0]) if parent < 0]
+    return holes, outlines
+
+
+def _untaken(inset: Inset, taken: np.ndarray) -> bool:
+    x, y = int(round(inset.center[0])), int(round(inset.center[1]))
+    return 0 <= y < taken.shape[0] and 0 <= x < taken.shape[1] and not taken[y, x]
+
+
+def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], WhiteMasks]:
     balanced = _balanced(image)
     white, high, spread = _white_mask(balanced, params)
-    contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
-    insets: list[Inset] = []
     min_side = params.min_inset * image.shape[1] / 1280.0
-    if hierarchy is None:
-        return insets, white
-    for contour, (_, _, _, parent) in zip(contours, hierarchy[0]):
-        if parent >= 0:  # a hole in the white: an inset framed by its rim
-            inset = _inset(contour, min_side)
-            if inset is not None:
-                insets.append(inset)
+    holes, outlines = _holes(white.bright)
+    insets = [i for i in (_inset(c, min_side) for c in holes) if i is not None]  # framed by a rim
     # Open insets never overlap one found framed by its whole rim.
-    taken = np.zeros_like(white)
+    taken = np.zeros_like(white.bright)
     cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
     taken = cv2.dilate(taken, np.ones((5, 5), np.uint8))
-    for index, (contour, (_, _, _, parent)) in enumerate(zip(contours, hierarchy[0])):
-        if parent < 0 and min_side**2 <= cv2.contourArea(contour) <= (12 * min_side) ** 2:
-            insets.extend(_hull_insets(white, taken, contour, min_side))
+    for contour in outlines:
+        if min_side**2 <= cv2.contourArea(contour) <= (12 * min_side) ** 2:
+            insets.extend(_hull_insets(white.bright, taken, contour, min_side))
     cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
-    insets.extend(_coloured_insets(high, spread, white, taken, min_side))
+    insets.extend(_coloured_insets(high, spread, white.bright, taken, min_side))
+    # Dice in a wall's shadow: framed by a rim too dim for the first pass.
+    cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
+    for contour in _holes(white.dim)[0]:
+        inset = _inset(contour, min_side)
+        if inset is not None and _untaken(inset, taken):
+            inset.dim = True
+            insets.append(inset)
     return insets, white
 
 
@@ -270,11 +308,11 @@ def _ring_and_core(shape: tuple[int, int], inset: Inset) -> tuple[tuple[slice, s
     return (slice(y0, y1), slice(x0, x1)), ring, core
 
 
-def read_colour(image: np.ndarray, white: np.ndarray, inset: Inset, params: TossUpParams) -> tuple[str, float, float]:
+def read_colour(image: np.ndarray, white: WhiteMasks, inset: Inset, params: TossUpParams) -> tuple[str, float, float]:
     """(face, confidence, chroma) of an inset, normalised by its own white rim."""
     window, ring, core = _ring_and_core(image.shape[:2], inset)
     patch = image[window]
-    white_here = white[window]
+    white_here = white.rims_of(inset)[window]
     rim = cv2.bitwise_and(ring, white_here)
     # Specular highlights on the glossy inset are white: leave them out of its colour.
     inside = cv2.bitwise_and(core, cv2.bitwise_not(white_here))
@@ -351,17 +389,18 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     typical = float(np.median([i.side for i in tops or insets]))
     tops = [i for i in tops if 0.6 * typical <= i.side <= 1.6 * typical]
     # A side face of one die can look square at the edge of the view; keep the larger inset
-    # when two lie closer than one die. Framed insets go first: an open one beside a framed
-    # one is that die's side face or a tinted shadow, not a die of its own.
-    tops.sort(key=lambda i: (i.open, -i.area))
+    # when two lie closer than one die. Framed, lit insets go first: an open or dim one beside
+    # them is that die's side face or a tinted shadow, not a die of its own.
+    tops.sort(key=lambda i: (i.weak, -i.area))
     die_size = params.face_per_inset * typical
     kept: list[Inset] = []
     for inset in tops:
         near = 0.75 * params.face_per_inset * max(inset.side, typical)
-        beside_framed = 1.05 * die_size if inset.open else near
-        if all(math.dist(inset.center, k.center) > (near if k.open else beside_framed) for k in kept):
+        beside_framed = 1.05 * die_size if inset.weak else near
+        if all(math.dist(inset.center, k.center) > (near if k.weak else beside_framed) for k in kept):
             kept.append(inset)
-    dice = _pair_faces(kept, insets, colours, typical, params)
+    # A dim "inset" beside a lit die is as likely its shadow on a dark floor as its side face.
+    dice = _pair_faces(kept, [i for i in insets if not i.dim or i in kept], colours, typical, params)
     if len(dice) > params.max_dice:
         # More dice than the game has: the tray's own pattern has inset-like patches (coloured
         # squares between pale stripes), which only ever pass as open insets. Trust only the

@@ -184,3 +184,18 @@ def test_a_tilted_camera_moves_the_nadir_flat_dice_stay_flat_and_a_leaning_one_i
     readings = Scanner("tossup").read(cv2.GaussianBlur(image, (3, 3), 0))
     assert len(readings) == len(places) + 1
     assert [r for r in readings if r.cocked] == [min(readings, key=lambda r: math.dist(r.center, (640, 330)))]
+
+
+def test_dice_in_the_shadow_of_a_wall_are_found_by_their_dim_rims():
+    # A lit white board with a wall's shadow over its lower third: there the rims are about a
+    # quarter as bright as in the lamp's light, as on the renders' white boards.
+    dice = [(300, 200, "red", 0.2), (640, 250, "green", 0.5), (400, 600, "green", 0.3), (800, 610, "yellow", 0.9)]
+    image = draw_tray(BACKGROUNDS["white_board"], dice).astype(np.float32)
+    image[520:] *= 0.25
+    image = image.astype(np.uint8)
+    readings = Scanner("tossup").read(image)
+    assert len(readings) == len(dice)
+    for cx, cy, face, _ in dice:
+        nearest = min(readings, key=lambda d: math.dist(d.center, (cx, cy)))
+        assert math.dist(nearest.center, (cx, cy)) < 4
+        assert nearest.face == face
