@@ -104,6 +104,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         scanner = load_scanner(dice_set, profile)
         card = Scorecard()
         visible_card = Scorecard()  # only dice at least half visible (not hidden by the wall)
+        surface_cards: dict[str, Scorecard] = {}  # where the tray is the hard part
         timings = []
         for label in labels:
             image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
@@ -116,6 +117,8 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
             card.add(label.image.name, label.dice, dice)
             fractions = label.scene.get("visible_fraction") or [1.0] * len(label.dice)
             visible_card.add(label.image.name, [d for d, f in zip(label.dice, fractions) if f >= 0.5], dice)
+            surface = str(label.scene.get("surface", "unknown"))
+            surface_cards.setdefault(surface, Scorecard()).add(label.image.name, label.dice, dice)
         summary = card.summary()
         summary["ms_median"] = percentile(timings, 0.5)
         summary["ms_p95"] = percentile(timings, 0.95)
@@ -128,6 +131,10 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         summary["detection_recall_half_visible"] = visible["detection_recall"]
         print(f"  {'recall, >=50% visible':22s} {visible['detection_recall'] * 100:8.3f} %"
               f"  ({visible['labelled_dice']} dice)", file=out)
+        summary["recall_by_surface"] = {name: c.summary()["detection_recall"] for name, c in sorted(surface_cards.items())}
+        for name, surface_card in sorted(surface_cards.items()):
+            print(f"  {'  on ' + name:22s} {surface_card.summary()['detection_recall'] * 100:8.3f} %"
+                  f"  ({surface_card.labelled} dice)", file=out)
         print(f"  {'cocked_false_alarms':22s} {summary['cocked_false_alarms']:8d}", file=out)
         print(f"  ms per frame           median {summary['ms_median']:.1f}  p95 {summary['ms_p95']:.1f}", file=out)
         print("  confusion (rows: truth, columns: read):", file=out)

@@ -1,12 +1,16 @@
-"""`dicetray scan` and `dicetray watch` on drawn dice: output format and bad input."""
+"""`dicetray scan`, `dicetray watch` and `dicetray bench scanner`: output format and bad input."""
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
+from pathlib import Path
 
 import cv2
 from click.testing import CliRunner
 
+from scanner.cli import bench_scanner
 from scorekeeper.cli import main
 from tests.test_scanner_tossup_synthetic import BACKGROUNDS, LAYOUT, draw_tray
 
@@ -68,3 +72,16 @@ def test_watch_with_a_missing_source_names_the_alternatives():
     result = CliRunner().invoke(main, ["watch", "/no/such/video.mp4"])
     assert result.exit_code != 0
     assert "usb:N" in result.output
+
+
+def test_bench_scores_each_tray_surface_on_its_own(tmp_path):
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    (tmp_path / "tossup").mkdir()
+    for name in ("tossup-s00-r00", "tossup-s02-r00"):  # dark felt, wood
+        for suffix in (".jpg", ".json"):
+            shutil.copy(fixtures / "tossup" / (name + suffix), tmp_path / "tossup")
+    out = io.StringIO()
+    summary = bench_scanner(None, ["tossup"], tmp_path, None, out)["tossup"]
+    assert sorted(summary["recall_by_surface"]) == ["dark_felt", "wood"]
+    assert all(0.0 <= r <= 1.0 for r in summary["recall_by_surface"].values())
+    assert "on dark_felt" in out.getvalue() and "on wood" in out.getvalue()
