@@ -333,8 +333,11 @@ class CalibrationSession:
 
     def scanner(self, dice_set: str) -> Scanner:
         profile = self.profile()
+        with self._lock:
+            empty = self._shots[self.empty_id].image() if self.empty_id in self._shots else None
         return Scanner(dice_set=dice_set, tossup=profile.tossup, tally=profile.tallyup, tray=profile.tray,
-                       die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level)
+                       die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level,
+                       empty_tray=empty)
 
     def run_check(self) -> dict[str, Any]:
         rolls = [(s.image(), s.confirmed or ()) for s in self._confirmed("tossup") + self._confirmed("tallyup")]

@@ -14,7 +14,7 @@ import numpy as np
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.tossup import TossUpParams, read_tossup
-from scanner.tray import keep_in_tray
+from scanner.tray import drop_empty_look, keep_in_tray
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,9 @@ class Scanner:
     #: From a calibration profile: per channel (B, G, R), the stray room light that lifts every
     #: pixel of this table's pictures (measured on the empty tray); taken off before reading.
     black_level: tuple[float, float, float] | None = None
+    #: From a calibration profile: the photo of the empty tray (BGR), taken with this camera
+    #: and lamp; readings where a frame still looks like it are the tray, not dice.
+    empty_tray: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
@@ -47,8 +50,9 @@ class Scanner:
             self._tally_reader = TallyReader(self.tally or default_model())
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
-        image = subtract_black_level(image, self.black_level)
-        return keep_in_tray(self._read_all(image), self.tray, self.die_size, self.frame_size, image.shape)
+        readings = self._read_all(subtract_black_level(image, self.black_level))
+        readings = keep_in_tray(readings, self.tray, self.die_size, self.frame_size, image.shape)
+        return drop_empty_look(readings, image, self.empty_tray)
 
     def _read_all(self, image: np.ndarray) -> Sequence[DieReading]:
         if self.dice_set == "tossup":
@@ -84,8 +88,13 @@ def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     from calibration.profile import load_profile  # calibration builds on the scanner, not the reverse
 
     profile = load_profile(profile_path)
+    empty = None
+    if profile.empty_tray is not None:
+        empty = cv2.imread(str(Path(profile_path).parent / profile.empty_tray), cv2.IMREAD_COLOR)
+        if empty is None:
+            log.warning("%s: its empty-tray photo %s cannot be read; scanning without it", profile_path, profile.empty_tray)
     return Scanner(
         dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json(), tally=profile.tallyup,
         tray=profile.tray, die_size=profile.die_size, frame_size=profile.frame_size,
-        black_level=profile.black_level,
+        black_level=profile.black_level, empty_tray=empty,
     )

@@ -1,21 +1,32 @@
 """What a calibration profile knows about the table: where the tray is and how big dice look.
 
 Physical setup assumed: the camera and tray stay where they were when the profile was made.
-Dice outside the tray region are not part of a roll (Toss Up greens are set aside there), and
-a die-sized prior rejects look-alikes that are far too big or too small.
+Dice outside the tray region are not part of a roll (Toss Up greens are set aside there), a
+die-sized prior rejects look-alikes that are far too big or too small, and a "die" where the
+frame still looks just like the photographed empty tray is the tray's own pattern.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import logging
+
 import cv2
 import numpy as np
 
 from scanner.frames import DieReading
 
+log = logging.getLogger(__name__)
+
 #: Dice from this fraction of the profile's die size to its inverse are plausible.
 SIZE_TOLERANCE = 0.65
+#: A reading whose top face differs from the empty tray by less than this (median over the
+#: face of the largest channel difference, relative to the brighter of the two) is no die. A
+#: changed lamp or a moved camera makes everything differ, so nothing is dropped then.
+EMPTY_LOOK_DIFFERENCE = 0.2
+#: Added to the brightness the difference is relative to: sensor noise in the darkest parts.
+EMPTY_LOOK_FLOOR = 16.0
 
 
 def scale_to_frame(points: Sequence[Sequence[float]], profile_size: tuple[int, int] | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -44,3 +55,27 @@ def keep_in_tray(
         kept = [d for d in kept if d.size == 0 or low <= d.size <= high]
     return kept
 
+
+
+def drop_empty_look(readings: Sequence[DieReading], image: np.ndarray, empty: np.ndarray | None) -> list[DieReading]:
+    """The readings whose top face does not look as it does in the photo of the empty tray."""
+    if empty is None or not readings:
+        return list(readings)
+    if empty.shape[:2] != image.shape[:2]:
+        if abs(empty.shape[1] / empty.shape[0] - image.shape[1] / image.shape[0]) > 0.01:
+            log.debug("empty tray %s and frame %s differ in shape; not compared", empty.shape, image.shape)
+            return list(readings)
+        empty = cv2.resize(empty, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_AREA)
+    # Relative, so that a die in a wall's deep shadow still differs from the shadowed tray.
+    difference = (cv2.absdiff(image, empty).astype(np.float32)
+                  / (cv2.max(image, empty).astype(np.float32) + EMPTY_LOOK_FLOOR)).max(axis=2)
+    kept = []
+    for reading in readings:
+        mask = np.zeros(image.shape[:2], np.uint8)
+        cv2.fillConvexPoly(mask, np.int32(np.round(reading.corners)), 255)
+        inside = difference[mask > 0]
+        if inside.size and float(np.median(inside)) < EMPTY_LOOK_DIFFERENCE:
+            log.debug("reading at %s looks like the empty tray; dropped", reading.center)
+            continue
+        kept.append(reading)
+    return kept

@@ -1,9 +1,22 @@
-"""Profile priors: dice outside the tray (set-aside greens) and implausible sizes are dropped."""
+"""Profile priors: dice outside the tray (set-aside greens), implausible sizes and "dice" where
+the frame still looks like the photographed empty tray are dropped."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from scanner.evaluate import Scorecard
 from scanner.frames import DieReading
-from scanner.tray import keep_in_tray
+from scanner.labels import photo_labels
+from scanner.reader import Scanner
+from scanner.tray import drop_empty_look, keep_in_tray
+from tests.test_scanner_tossup_synthetic import BACKGROUNDS, LAYOUT, draw_tray
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 TRAY = [[100, 100], [1100, 100], [1100, 650], [100, 650]]
 
@@ -34,8 +47,7 @@ def test_implausible_sizes_are_dropped_and_no_profile_keeps_all():
 
 def test_a_profile_tray_drops_set_aside_dice_from_the_scanner(tmp_path):
     from calibration.profile import Profile, save_profile
-    from scanner.reader import Scanner, load_scanner
-    from tests.test_scanner_tossup_synthetic import BACKGROUNDS, LAYOUT, draw_tray
+    from scanner.reader import load_scanner
 
     image = draw_tray(BACKGROUNDS["dark_felt"], LAYOUT)
     everything = Scanner("tossup").read(image)
@@ -46,3 +58,57 @@ def test_a_profile_tray_drops_set_aside_dice_from_the_scanner(tmp_path):
     in_tray = load_scanner("tossup", path).read(image)
     assert sorted(d.center[0] < 800 for d in in_tray) == [True] * sum(x < 800 for x, *_ in LAYOUT)
     assert len(in_tray) < len(everything)
+
+
+def test_a_reading_where_the_frame_looks_like_the_empty_tray_is_dropped():
+    empty = draw_tray(BACKGROUNDS["green_felt"], [], seed=1)
+    frame = draw_tray(BACKGROUNDS["green_felt"], [(400, 300, "red", 0.2)], seed=2)  # other sensor noise
+    readings = [die(400, 300), die(800, 500)]
+    assert [d.center for d in drop_empty_look(readings, frame, empty)] == [(400, 300)]
+    # A die in the deep shadow of a wall differs little in levels, but a lot relative to them.
+    dark_empty, dark_frame = (cv2.convertScaleAbs(i, alpha=0.15) for i in (empty, frame))
+    assert [d.center for d in drop_empty_look(readings, dark_frame, dark_empty)] == [(400, 300)]
+    # An empty tray photographed at another size of the same shape is scaled; another shape is ignored.
+    half = cv2.resize(empty, (640, 360), interpolation=cv2.INTER_AREA)
+    assert [d.center for d in drop_empty_look(readings, frame, half)] == [(400, 300)]
+    assert drop_empty_look(readings, frame, empty[:, :960]) == readings
+    assert drop_empty_look(readings, frame, None) == readings
+
+
+def test_a_changed_lamp_drops_nothing():
+    empty = draw_tray(BACKGROUNDS["white_board"], [], seed=1)
+    frame = draw_tray(BACKGROUNDS["white_board"], [], seed=2, gain=0.6)
+    readings = [die(400, 300), die(800, 500)]
+    assert drop_empty_look(readings, frame, empty) == readings
+
+
+def test_a_profile_brings_its_empty_tray_photo_to_the_scanner(tmp_path, caplog):
+    from calibration.profile import Profile, save_profile
+    from scanner.reader import load_scanner
+
+    empty = draw_tray(BACKGROUNDS["dark_felt"], [])
+    cv2.imwrite(str(tmp_path / "t-empty.jpg"), empty)
+    path = save_profile(Profile(name="t", empty_tray="t-empty.jpg", frame_size=(1280, 720)), tmp_path / "t.json")
+    scanner = load_scanner("tossup", path)
+    assert scanner.empty_tray is not None and scanner.empty_tray.shape == empty.shape
+    assert len(scanner.read(draw_tray(BACKGROUNDS["dark_felt"], LAYOUT))) == len(LAYOUT)
+    (tmp_path / "t-empty.jpg").unlink()
+    with caplog.at_level(logging.WARNING):
+        assert load_scanner("tossup", path).empty_tray is None
+    assert "t-empty.jpg cannot be read" in caplog.text
+
+
+def test_each_tables_empty_tray_removes_false_tally_dice_and_no_real_ones():
+    """Dev split, each table with its own empty-tray photo as a calibration profile has it."""
+    photos = list(photo_labels(FIXTURES / "tallyup", "dev"))
+    empties = {p.scene["setup"]: cv2.imread(str(p.image)) for p in photos if not p.dice}
+    plain, with_empty = Scorecard(), Scorecard()
+    for photo in (p for p in photos if p.dice):
+        image = cv2.imread(str(photo.image))
+        plain.add(photo.image.name, photo.dice, Scanner("tallyup").read(image))
+        reader = Scanner("tallyup", empty_tray=empties[photo.scene["setup"]])
+        with_empty.add(photo.image.name, photo.dice, reader.read(image))
+    assert with_empty.matched == plain.matched
+    assert with_empty.found < plain.found
+    # measured: 95.2 -> 97.9 %
+    assert with_empty.summary()["detection_precision"] >= 0.97
