@@ -384,29 +384,18 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     ]
     if not insets:
         return []
-    tops = [i for i in insets if i.aspect >= params.top_aspect]
-    # A frame of cocked or cut dice only still has a scale: an inset's long side.
-    typical = float(np.median([i.side for i in tops or insets]))
-    tops = [i for i in tops if 0.6 * typical <= i.side <= 1.6 * typical]
-    # A side face of one die can look square at the edge of the view; keep the larger inset
-    # when two lie closer than one die. Framed, lit insets go first: an open or dim one beside
-    # them is that die's side face or a tinted shadow, not a die of its own.
-    tops.sort(key=lambda i: (i.weak, -i.area))
-    die_size = params.face_per_inset * typical
-    kept: list[Inset] = []
-    for inset in tops:
-        near = 0.75 * params.face_per_inset * max(inset.side, typical)
-        beside_framed = 1.05 * die_size if inset.weak else near
-        if all(math.dist(inset.center, k.center) > (near if k.weak else beside_framed) for k in kept):
-            kept.append(inset)
-    # A dim "inset" beside a lit die is as likely its shadow on a dark floor as its side face.
-    dice = _pair_faces(kept, [i for i in insets if not i.dim or i in kept], colours, typical, params)
+    kept, dice = _choose_dice(insets, colours, params)
     if len(dice) > params.max_dice:
         # More dice than the game has: the tray's own pattern has inset-like patches (coloured
-        # squares between pale stripes), which only ever pass as open insets. Trust only the
-        # insets framed by a whole rim, as dice and as their second faces.
-        kept = [k for k in kept if not k.open]
-        dice = _pair_faces(kept, [i for i in insets if not i.open], colours, typical, params)
+        # squares between pale stripes), which only ever pass as open insets, and they repeat:
+        # more of one colour than a roll shows open. Drop that colour's open insets; if still
+        # too many, trust only the insets framed by a whole rim, as dice and as second faces.
+        pattern = _pattern_colour(insets, colours, params)
+        if pattern is not None:
+            insets = [i for i in insets if not (i.open and colours[id(i)][0] == pattern)]
+            kept, dice = _choose_dice(insets, colours, params)
+    if len(dice) > params.max_dice:
+        kept, dice = _choose_dice([i for i in insets if not i.open], colours, params)
     leaning = _leaning(dice, kept, image.shape[1], image.shape[0], params)
     readings = []
     kept_ids = {id(k) for k in kept}
@@ -440,6 +429,40 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
         )
     readings.sort(key=lambda d: (d.center[1], d.center[0]))
     return readings
+
+
+def _choose_dice(
+    insets: list[Inset], colours: dict[int, tuple[str, float, float]], params: TossUpParams,
+) -> tuple[list[Inset], list[tuple[Inset, Inset | None]]]:
+    """(the insets that are dice's tops, each die as its top and second face if one shows)."""
+    tops = [i for i in insets if i.aspect >= params.top_aspect]
+    # A frame of cocked or cut dice only still has a scale: an inset's long side.
+    typical = float(np.median([i.side for i in tops or insets])) if insets else 0.0
+    tops = [i for i in tops if 0.6 * typical <= i.side <= 1.6 * typical]
+    # A side face of one die can look square at the edge of the view; keep the larger inset
+    # when two lie closer than one die. Framed, lit insets go first: an open or dim one beside
+    # them is that die's side face or a tinted shadow, not a die of its own.
+    tops.sort(key=lambda i: (i.weak, -i.area))
+    die_size = params.face_per_inset * typical
+    kept: list[Inset] = []
+    for inset in tops:
+        near = 0.75 * params.face_per_inset * max(inset.side, typical)
+        beside_framed = 1.05 * die_size if inset.weak else near
+        if all(math.dist(inset.center, k.center) > (near if k.weak else beside_framed) for k in kept):
+            kept.append(inset)
+    # A dim "inset" beside a lit die is as likely its shadow on a dark floor as its side face.
+    return kept, _pair_faces(kept, [i for i in insets if not i.dim or i in kept], colours, typical, params)
+
+
+def _pattern_colour(insets: list[Inset], colours: dict[int, tuple[str, float, float]], params: TossUpParams) -> str | None:
+    """The colour of more open insets than half a full roll: a tray pattern's, if any."""
+    counts: dict[str, int] = {}
+    for inset in insets:
+        face = colours[id(inset)][0]
+        if inset.open and face != UNSURE:
+            counts[face] = counts.get(face, 0) + 1
+    face = max(counts, key=lambda f: counts[f], default=None)
+    return face if face is not None and counts[face] > params.max_dice // 2 else None
 
 
 def _pair_faces(
