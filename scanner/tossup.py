@@ -217,25 +217,37 @@ def _hull_insets(white: np.ndarray, taken: np.ndarray, outline: np.ndarray, min_
 FRAMED_SHARE = 0.3
 
 
-def _coloured_insets(high: np.ndarray, spread: np.ndarray, white: np.ndarray, taken: np.ndarray, min_side: float) -> list[Inset]:
+#: Hue bands (OpenCV's 0-180 scale, of the rim-balanced frame) in which coloured blobs are also
+#: looked for one colour at a time, so that an inset touching a differently coloured floor or
+#: wall is not merged with it: red (up to 18 degrees, as wood and orange cloth sit at 20-35),
+#: yellow and green as in TossUpParams.
+INSET_HUES = ((0, 9), (171, 180), (19, 40), (47, 95))
+
+
+def _coloured_insets(high: np.ndarray, spread: np.ndarray, hue: np.ndarray, white: np.ndarray, taken: np.ndarray,
+                     min_side: float) -> list[Inset]:
     """Insets whose white rim is cut open and merged with other white (a pale floor).
 
     Such an inset is no hole in the white mask, so look for strongly coloured, die-sized,
-    squarish blobs that are mostly framed by white instead.
+    squarish blobs that are mostly framed by white instead: first of any colour, then of each
+    inset colour alone (a red inset whose rim merges with a wooden wall).
     """
     coloured = cv2.bitwise_and(
         cv2.compare(spread, cv2.multiply(high, 0.45), cv2.CMP_GT), cv2.compare(high, 30, cv2.CMP_GT)
     )
     coloured = cv2.bitwise_and(coloured, cv2.bitwise_not(taken))
-    mask = cv2.morphologyEx(coloured, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    contours = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]
-    found = []
-    for contour in contours:
-        inset = _inset(contour, min_side, open_=True)
-        if inset is None or inset.area < 2 * min_side**2 or inset.side > 12 * min_side or inset.aspect < 0.5:
-            continue
-        if _framed(inset, white) >= FRAMED_SHARE:
-            found.append(inset)
+    masks = [coloured, *(cv2.bitwise_and(coloured, cv2.inRange(hue, low, high_)) for low, high_ in INSET_HUES)]
+    found: list[Inset] = []
+    for mask in masks:
+        mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        for contour in cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]:
+            inset = _inset(contour, min_side, open_=True)
+            if inset is None or inset.area < 2 * min_side**2 or inset.side > 12 * min_side or inset.aspect < 0.5:
+                continue
+            if any(cv2.pointPolygonTest(f.contour, inset.center, False) >= 0 for f in found):
+                continue  # the same inset, found again in its colour's band
+            if _framed(inset, white) >= FRAMED_SHARE:
+                found.append(inset)
     return found
 
 
@@ -281,7 +293,8 @@ def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], W
         if min_side**2 <= cv2.contourArea(contour) <= (12 * min_side) ** 2:
             insets.extend(_hull_insets(white.bright, taken, contour, min_side))
     cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
-    insets.extend(_coloured_insets(high, spread, white.bright, taken, min_side))
+    hue = cv2.cvtColor(balanced, cv2.COLOR_BGR2HSV)[:, :, 0]
+    insets.extend(_coloured_insets(high, spread, hue, white.bright, taken, min_side))
     # Dice in a wall's shadow: framed by a rim too dim for the first pass.
     cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
     for contour in _holes(white.dim)[0]:

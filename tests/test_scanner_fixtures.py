@@ -7,11 +7,13 @@ measured figures per split that the issue notes quote.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import cv2
 import pytest
 
+from scanner.cli import bench_videos
 from scanner.evaluate import Scorecard, score_photos
 from scanner.labels import photo_labels
 from scanner.reader import Scanner
@@ -72,3 +74,13 @@ def test_a_patterned_cloth_does_not_hide_the_dice_on_it():
     summary = card.summary()
     assert summary["detection_recall"] >= 0.7, card.failures  # measured 0.732 (0.655 dropping all open insets)
     assert summary["detection_precision"] >= 0.95, card.failures  # measured 0.972
+
+
+def test_every_toss_up_video_gives_one_right_reading_per_roll_soon_after_it_settles():
+    rows = bench_videos(FIXTURES / "videos", "tossup", Scanner("tossup"), io.StringIO())
+    assert rows, "no Toss Up fixture videos"
+    for row in rows:
+        assert row["rolls_read"] == row["rolls_labelled"], row
+        for roll in row["rolls"]:
+            assert roll["faces_right"], row
+            assert 0.0 <= roll["latency_s"] <= 0.5, row
