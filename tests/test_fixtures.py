@@ -155,6 +155,15 @@ def test_splits_are_by_setup():
     assert 0.5 <= dev / len(games) <= 0.7
 
 
+@pytest.mark.parametrize("folder", ["tossup", "tallyup"])
+def test_every_tray_surface_of_the_test_split_is_in_dev_too(folder: str):
+    surfaces = {"dev": set(), "test": set()}
+    for path in (FIX / folder).glob("*.json"):
+        scene = _load(path)["scene"]
+        surfaces[scene["split"]].add(scene["surface"])
+    assert surfaces["test"] <= surfaces["dev"], surfaces
+
+
 @pytest.mark.parametrize("folder", ["tallyup-teach", "alt/tallyup-teach"])
 def test_teach_set_covers_every_face(folder: str):
     labels = _labels(folder)
