@@ -61,9 +61,11 @@ class Scanner:
         if self.dice_set == "tallyup":
             return self._tally_reader.read(image)
         found = read_tossup(image, self.tossup, with_faces=False)
-        # Toss Up insets and white bodies also match Tally colours: one die, one reading.
+        # Toss Up insets and white bodies also match Tally colours: one die, one reading. Two
+        # dice lie at least a side apart; a Tally outline of a Toss Up die (its inset with a
+        # side face) may be off its centre by most of a side.
         extra = [d for d in self._tally_reader.read(image, with_faces=False)
-                 if all(math.dist(d.center, t.center) > 0.6 * max(d.size, t.size) for t in found)]
+                 if all(math.dist(d.center, t.center) > 0.8 * max(d.size, t.size) for t in found)]
         return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0]))
 
 

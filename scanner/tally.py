@@ -37,6 +37,7 @@ import base64
 import json
 import logging
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Collection, Mapping, Sequence
@@ -75,13 +76,17 @@ class TallyParams:
     #: A pixel belongs to a die's body when its colour lies within this many learned spreads.
     body_distance: float = 3.2
     #: Smallest spreads (8-bit Lab units) assumed for L, a, b: shading on the top face and
-    #: lamp differences the balance leaves over are never smaller than this.
-    spread_floor: tuple[float, float, float] = (25.0, 7.0, 7.0)
+    #: lamp differences the balance leaves over are never smaller than this. Teaching sees a
+    #: few tables only; another table's light (a brighter tray setting the balance, a lamp
+    #: further off) moves the colours more than those few show, above all in lightness.
+    spread_floor: tuple[float, float, float] = (35.0, 9.0, 9.0)
+    #: The spread floor of a die's own shade on this table (see `compile_model`'s tight band).
+    core_spread_floor: tuple[float, float, float] = (25.0, 7.0, 7.0)
     #: Top-face side in pixels at 1280 px width: the dice are never smaller or larger.
     min_side: float = 22.0
     max_side: float = 110.0
     #: Identity: "unsure" when the second-best die is within this much normalised distance.
-    identity_margin: float = 1.2
+    identity_margin: float = 0.9  # about 8 Lab units in a and b, at the spread floor
     identity_max_distance: float = 4.5
     #: Face: the best template's correlation must reach min_score, and its distance
     #: (1 - correlation) must be at most max_ratio times the best different face's.
@@ -97,6 +102,16 @@ class TallyParams:
     scales: tuple[float, ...] = (0.85, 0.95, 1.05)
     #: A blob whose best template (any face of its colour) correlates less is no die.
     min_print_score: float = 0.2
+    #: A body with less chroma than this (8-bit Lab) has no hue (a white or black Up Die):
+    #: light wood, a white board, a rim or a shadow match it, so when its face is not read
+    #: its print must still correlate this much with one of its faces (any template).
+    neutral_chroma: float = 20.0
+    neutral_min_score: float = 0.5
+    #: A set has one die of each colour: this many die-like blobs of one colour are a tray
+    #: patterned in it (plaid), and one of them whose face is not read is taken for tray.
+    #: Shadows and rims give a few white or black blobs on any tray: more for those.
+    pattern_blobs: int = 4
+    pattern_blobs_neutral: int = 10
     #: Above this share of clipped body pixels the face is not read (overexposed camera).
     max_clipped: float = 0.6
     #: A top face covering less than this share of the die's outline: the die leans on something.
@@ -253,16 +268,20 @@ def lab_of(bgr: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(pixels, cv2.COLOR_BGR2LAB).reshape(np.shape(bgr)).astype(np.float32)
 
 
-def _spreads(model: TallyModel, params: TallyParams) -> dict[str, np.ndarray]:
-    floor = np.float32(params.spread_floor)
-    return {die: np.maximum(np.float32(body.spread), floor) for die, body in model.bodies.items()}
+def _spreads(model: TallyModel, floor: Sequence[float]) -> dict[str, np.ndarray]:
+    return {die: np.maximum(np.float32(body.spread), np.float32(floor)) for die, body in model.bodies.items()}
+
+
+def _distances(grid: np.ndarray, model: TallyModel, dice: Sequence[str], floor: Sequence[float]) -> np.ndarray:
+    """Per die (first axis), the normalised distance of every colour in `grid` to its body."""
+    spreads = _spreads(model, floor)
+    return np.stack([np.sqrt((((grid - np.float32(model.bodies[d].lab)) / spreads[d]) ** 2).sum(-1)) for d in dice])
 
 
 def colour_distances(lab: np.ndarray, model: TallyModel, params: TallyParams) -> dict[str, float]:
     """Normalised distance of one Lab colour to every learned body colour."""
-    spreads = _spreads(model, params)
-    return {die: float(np.sqrt((((lab - np.float32(body.lab)) / spreads[die]) ** 2).sum()))
-            for die, body in model.bodies.items()}
+    dice = tuple(model.bodies)
+    return dict(zip(dice, _distances(np.float32(lab), model, dice, params.spread_floor).tolist()))
 
 
 @dataclass
@@ -284,12 +303,13 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
     step = 256 / LUT_BINS
     centres = (np.arange(LUT_BINS, dtype=np.float32) + 0.5) * step
     grid = np.stack(np.meshgrid(centres, centres, centres, indexing="ij"), axis=-1)
-    spreads = _spreads(model, params)
-    distances = np.stack([np.sqrt((((grid - np.float32(model.bodies[d].lab)) / spreads[d]) ** 2).sum(-1)) for d in dice])
+    distances = _distances(grid, model, dice, params.spread_floor)
     best = distances.argmin(0)
     lut = np.where(distances.min(0) <= params.body_distance, best + 1, 0).astype(np.uint8).ravel()
-    # Per die, the colours within half the distance: to tell a die from a tray of its colour.
-    tight = {d: np.where(distances[i] <= params.body_distance / 2, 255, 0).astype(np.uint8).ravel()
+    # Per die, the colours within half the distance of its own shade (the narrow floor: not
+    # widened for other tables' light): to tell a die from a tray of nearly its colour.
+    core = _distances(grid, model, dice, params.core_spread_floor)
+    tight = {d: np.where(core[i] <= params.body_distance / 2, 255, 0).astype(np.uint8).ravel()
              for i, d in enumerate(dice)}
     templates: dict[str, tuple[list[str], np.ndarray]] = {}
     for die in dice:
@@ -339,6 +359,8 @@ class Blob:
     #: Every square that may be the top face (the print decides); `quad` is the first.
     candidates: list[np.ndarray] = field(default_factory=list)
     colours: list[np.ndarray] = field(default_factory=list)  # body Lab on each candidate
+    #: How much the top face's print looks like a face of this die (0 when not measured).
+    print_score: float = 0.0
 
 
 def lut_index(lab: np.ndarray) -> np.ndarray:
@@ -507,6 +529,15 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     return kept
 
 
+def _outer_contours(mask: np.ndarray) -> list[np.ndarray]:
+    """The outer boundary of every connected part of `mask`, also of parts lying inside a hole
+    of another (a black Up Die on felt framed by a black rim is such an island)."""
+    contours, hierarchy = cv2.findContours(mask, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
+    if hierarchy is None:
+        return []
+    return [c for c, h in zip(contours, hierarchy[0]) if h[3] < 0]
+
+
 def _tighter(index: np.ndarray, contour: np.ndarray, tight: np.ndarray) -> list[np.ndarray]:
     """Contours (image coordinates) of the pixels inside `contour` in the die's tight band."""
     x, y, w, h = cv2.boundingRect(contour)
@@ -514,7 +545,7 @@ def _tighter(index: np.ndarray, contour: np.ndarray, tight: np.ndarray) -> list[
     cv2.drawContours(inside, [contour - np.array([x, y])], -1, 255, -1)
     mask = cv2.bitwise_and(inside, tight[index[y:y + h, x:x + w]])
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-    return [c + np.array([x, y]) for c in cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]]
+    return [c + np.array([x, y]) for c in _outer_contours(mask)]
 
 
 def _body_colour(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -555,8 +586,7 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
         # Close only: the body between a circled number's ring and the face's edge is a
         # strip of two or three pixels that an opening would cut; specks fail the size test.
         mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, kernel)
-        contours = [c for c in cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]
-                    if cv2.contourArea(c) * scale * scale >= (min_side**2) * 0.5]
+        contours = [c for c in _outer_contours(mask) if cv2.contourArea(c) * scale * scale >= (min_side**2) * 0.5]
         # A patterned cloth gives hundreds of same-coloured squares: measuring each would cost
         # far more than the frame budget. The largest few per colour include the die.
         contours.sort(key=cv2.contourArea)
@@ -586,6 +616,10 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
             if refined is None:
                 continue
             outline, quads, body, lab, clipped = refined
+            # The camera sees the whole tray: a blob cut by the frame's edge is the table or the
+            # tray's outside, and a die half out of view could not be read anyway.
+            if _touches_edge(outline + np.int32([x0, y0]), image.shape):
+                continue
             (_, _), (rw, rh), _ = cv2.minAreaRect(outline)
             if min(rw, rh) < 0.4 * max(rw, rh):
                 continue
@@ -611,6 +645,12 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
     return blobs
 
 
+def _touches_edge(outline: np.ndarray, shape: Sequence[int]) -> bool:
+    """Whether an outline (image pixels) reaches the frame's edge."""
+    x, y, w, h = cv2.boundingRect(outline)
+    return x <= 1 or y <= 1 or x + w >= shape[1] - 1 or y + h >= shape[0] - 1
+
+
 def choose_dice(blobs: Sequence[Blob], model: TallyModel) -> list[Blob]:
     """At most one die per colour: the most die-like blob of the common size."""
     if not blobs:
@@ -628,8 +668,12 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel) -> list[Blob]:
 
         typical = max((b.side for b in good), key=support)
     chosen: dict[str, Blob] = {}
-    for blob in sorted(good, key=lambda b: -(b.fill * b.aspect) + abs(b.side / typical - 1)):
-        if not 0.6 * typical <= blob.side <= 1.6 * typical:
+    # A die's print is the surest sign of it: a dark shadow or rim in the black Up Die's
+    # colour may be squarer than the die itself (seen at a slant, joined by its shadow).
+    # A top face found too small (its shadow in the die's colour took part of the outline)
+    # is grown to the common size later (TallyReader._regrow), so it may be quite small here.
+    for blob in sorted(good, key=lambda b: -(b.fill * b.aspect) - b.print_score + abs(b.side / typical - 1)):
+        if not 0.55 * typical <= blob.side <= 1.6 * typical:
             continue
         if blob.die in chosen:
             continue
@@ -838,6 +882,11 @@ class TallyReader:
         readings.sort(key=lambda d: (d.center[1], d.center[0]))
         return readings
 
+    def _neutral(self, die: str) -> bool:
+        """Whether the die's body has no hue (white or black)."""
+        lab = self.model.bodies[die].lab
+        return math.hypot(lab[1] - 128.0, lab[2] - 128.0) < self.params.neutral_chroma
+
     def _print_score(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str) -> float:
         """How much the print inside `quad` looks like any face of `die` (mean templates only)."""
         ink = ink_of(face_patch(image, quad, gains))[0]
@@ -862,7 +911,10 @@ class TallyReader:
         # template of its colour must match at least a little (before choosing one per colour,
         # so such a patch cannot take the real die's place).
         printed = []
-        for blob in find_blobs(image, self.compiled, self.model, self.params, gains):
+        found = find_blobs(image, self.compiled, self.model, self.params, gains)
+        patterned = {die for die, count in Counter(b.die for b in found).items()
+                     if count >= (self.params.pattern_blobs_neutral if self._neutral(die) else self.params.pattern_blobs)}
+        for blob in found:
             if blob.die not in self.compiled.templates:
                 printed.append(blob)
                 continue
@@ -871,6 +923,7 @@ class TallyReader:
             scored = [self._print_score(image, gains, quad, blob.die) for quad in blob.candidates or [blob.quad]]
             best = int(np.argmax(scored))
             if scored[best] >= self.params.min_print_score:
+                blob.print_score = scored[best]
                 if blob.candidates:
                     quad = blob.candidates[best]
                     centre = quad.mean(axis=0)
@@ -905,6 +958,12 @@ class TallyReader:
                 scores = face_scores(inks[int(np.argmax(quick))], die, self.compiled)
                 face, face_confidence, _ = decide_face(scores, self.params, self.compiled.close.get(die, frozenset()))
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
+                # An unread face on a patch of patterned tray, or on a white or black patch
+                # whose print looks like none of the Up Die's faces, is tray, not a die.
+                if face == UNSURE and (blob.die in patterned or self._neutral(die)
+                                       and max(scores.values(), default=0.0) < self.params.neutral_min_score):
+                    log.debug("%s blob at %s taken for tray (patterned: %s)", blob.die, blob.center, blob.die in patterned)
+                    continue
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
         return dice
 

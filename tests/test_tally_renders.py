@@ -3,7 +3,7 @@
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
 the built-in look rebuilt from the whole dev split and the teach set (70 photos, 308 dice:
-recall 80.2 %, precision 96.5 %, identity 93.8 %, faces 73.0 %, wrong and confident 0.8 %);
+recall 80.8 %, precision 97.3 %, identity 94.6 %, faces 77.7 %, wrong and confident 0.4 %);
 the targets are identity >= 99.8 %, face >= 99.5 %. They guard against getting worse, above
 all against confident wrong readings.
 """
@@ -40,11 +40,11 @@ def _card(split: str) -> Scorecard:
 def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     card = _card("test")
     summary = card.summary()
-    assert summary["detection_precision"] >= 0.93, card.failures
-    assert summary["detection_recall"] >= 0.78, card.failures
-    assert summary["identity_accuracy"] >= 0.9, card.failures
-    assert summary["wrong_confident_rate"] <= 0.015, card.failures
-    assert summary["face_accuracy"] >= 0.7, card.confusion_table()
+    assert summary["detection_precision"] >= 0.965, card.failures
+    assert summary["detection_recall"] >= 0.8, card.failures
+    assert summary["identity_accuracy"] >= 0.94, card.failures
+    assert summary["wrong_confident_rate"] <= 0.006, card.failures
+    assert summary["face_accuracy"] >= 0.77, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -53,9 +53,9 @@ def test_empty_trays_have_no_dice():
         pytest.skip("no empty-tray renders yet")
     scanner = Scanner("tallyup")
     found = {path.name: len(scanner.read(cv2.imread(str(path)))) for path in empties}
-    # Today: patterned cloth still shows a stray "die" or two (no reading); never more.
-    assert sum(found.values()) <= len(empties), found
-    assert max(found.values()) <= 2, found
+    # Today (19 trays): one stray "die" (a purple square of plaid), never two on one tray.
+    assert sum(found.values()) <= 0.1 * len(empties), found
+    assert max(found.values()) <= 1, found
 
 
 ALT = FIXTURES.parent / "alt"
@@ -79,10 +79,12 @@ def test_twenty_photos_teach_a_differently_looking_set():
         built_in_card.add(label.image.name, label.dice, built_in.read(image))
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
-    # Measured (18 photos, 93 dice): taught identity 100 %, faces 75 %, no confident mistake,
-    # but recall only 54 % (the built-in look finds 75 %, names 88 % right, reads 52 % of the
-    # faces and is confidently wrong on 3 %). The targets (issue 5) are far above these bars.
-    assert summary["identity_accuracy"] >= 0.95 and summary["identity_accuracy"] > before["identity_accuracy"]
+    # Measured (18 photos, 93 dice): taught recall 76 %, precision 96 %, identity 97 %, faces
+    # 68 %, no confident mistake (the built-in look finds 78 %, names 90 % right, reads 54 % of
+    # the faces). Most misses: the black Up Die against a black rim or dark felt, and on the
+    # white board under a warm lamp, the dice far darker and paler than any teaching table
+    # showed them. The targets (issue 5) are far above these bars.
+    assert summary["identity_accuracy"] >= 0.96 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.65, taught_card.confusion_table()
-    assert summary["detection_precision"] >= 0.93 and summary["detection_recall"] >= 0.45, taught_card.failures
+    assert summary["face_accuracy"] >= 0.66, taught_card.confusion_table()
+    assert summary["detection_precision"] >= 0.95 and summary["detection_recall"] >= 0.75, taught_card.failures
