@@ -238,16 +238,18 @@ def _coloured_insets(high: np.ndarray, spread: np.ndarray, hue: np.ndarray, whit
     coloured = cv2.bitwise_and(coloured, cv2.bitwise_not(taken))
     masks = [coloured, *(cv2.bitwise_and(coloured, cv2.inRange(hue, low, high_)) for low, high_ in INSET_HUES)]
     found: list[Inset] = []
+    covered = np.zeros_like(coloured)  # the insets found so far, to skip finding one again
     for mask in masks:
         mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
         for contour in cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0]:
             inset = _inset(contour, min_side, open_=True)
             if inset is None or inset.area < 2 * min_side**2 or inset.side > 12 * min_side or inset.aspect < 0.5:
                 continue
-            if any(cv2.pointPolygonTest(f.contour, inset.center, False) >= 0 for f in found):
+            if not _untaken(inset, covered):
                 continue  # the same inset, found again in its colour's band
             if _framed(inset, white) >= FRAMED_SHARE:
                 found.append(inset)
+                cv2.drawContours(covered, [inset.contour], -1, 255, -1)
     return found
 
 
@@ -269,9 +271,8 @@ def _holes(white: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
     contours, hierarchy = cv2.findContours(white, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     if hierarchy is None:
         return [], []
-    holes = [c for c, (_, _, _, parent) in zip(contours, hierarchy[0]) if parent >= 0]
-    outlines = [c for c, (_, _, _, parent) in zip(contours, hierarchy[0]) if parent < 0]
-    return holes, outlines
+    parents = hierarchy[0][:, 3]
+    return [contours[i] for i in np.flatnonzero(parents >= 0)], [contours[i] for i in np.flatnonzero(parents < 0)]
 
 
 def _untaken(inset: Inset, taken: np.ndarray) -> bool:
@@ -464,7 +465,8 @@ def _choose_dice(
         if all(math.dist(inset.center, k.center) > (near if k.weak else beside_framed) for k in kept):
             kept.append(inset)
     # A dim "inset" beside a lit die is as likely its shadow on a dark floor as its side face.
-    return kept, _pair_faces(kept, [i for i in insets if not i.dim or i in kept], colours, typical, params)
+    kept_ids = {id(k) for k in kept}
+    return kept, _pair_faces(kept, [i for i in insets if not i.dim or id(i) in kept_ids], colours, typical, params)
 
 
 def _pattern_colour(insets: list[Inset], colours: dict[int, tuple[str, float, float]], params: TossUpParams) -> str | None:
