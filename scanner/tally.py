@@ -367,13 +367,16 @@ def lut_index(lab: np.ndarray) -> np.ndarray:
     """Per pixel, its (L, a, b) bin in the flattened lookup tables."""
     shift = int(math.log2(256 // LUT_BINS))
     bits = int(math.log2(LUT_BINS))
-    q = np.right_shift(lab, shift).astype(np.int32)
-    return (q[..., 0] << (2 * bits)) | (q[..., 1] << bits) | q[..., 2]
+    # 3 * bits <= 16: uint16 holds every index, and moves a quarter of int32's memory.
+    q = np.right_shift(lab, shift)
+    return ((q[..., 0].astype(np.uint16) << (2 * bits)) | (q[..., 1].astype(np.uint16) << bits)
+            | q[..., 2].astype(np.uint16))
 
 
 def label_pixels(lab: np.ndarray, compiled: _Compiled) -> np.ndarray:
     """Per pixel, the index + 1 of the die whose body colour it has, or 0 (uint8 image)."""
-    return compiled.lut[lut_index(lab)]
+    # np.take: the same lookup as indexing, at half the cost on a frame.
+    return np.take(compiled.lut, lut_index(lab))
 
 
 def _refine(image: np.ndarray, gains: np.ndarray, compiled: _Compiled, index: int, box: tuple[int, int, int, int],
@@ -391,18 +394,22 @@ def _refine(image: np.ndarray, gains: np.ndarray, compiled: _Compiled, index: in
     if band is None:
         mask = cv2.compare(label_pixels(lab, compiled), index, cv2.CMP_EQ)
     else:  # the narrower colour band that told the die from a tray of its colour
-        mask = band[lut_index(lab)]
+        mask = np.take(band, lut_index(lab))
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
     if blob is not None:
         # Only the pixels of the blob found at low resolution: print may cut the body into
         # pieces, none of which is the die alone, while a neighbour of the tray's colour is
         # no part of it.
         mask = cv2.bitwise_and(mask, blob)
-    points = cv2.findNonZero(mask)
-    if points is None or len(points) < 20:
+    if cv2.countNonZero(mask) < 20:
         return None
-    # A die is convex: print reaching near its edge (a circle) must not bite into it.
-    outline = cv2.convexHull(points)
+    # A die is convex: print reaching near its edge (a circle) must not bite into it. The hull
+    # of every pixel is the hull of the edge pixels (those with a neighbour outside the mask
+    # or the window: every other pixel lies between two of them), which are far fewer points
+    # to sort; given in the same (raster) order, they give the very same hull, point for point.
+    edge = cv2.subtract(mask, cv2.erode(mask, np.ones((3, 3), np.uint8), borderType=cv2.BORDER_CONSTANT,
+                                        borderValue=0))
+    outline = cv2.convexHull(cv2.findNonZero(edge))
     quads = top_face_candidates(outline.reshape(-1, 2).astype(np.float32))
     if not quads:
         return None
@@ -439,8 +446,9 @@ def _print_square(light: np.ndarray, region: np.ndarray, body: np.ndarray, quad:
     # Digits are separate strokes: join the components near the largest one.
     biggest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
     side = float(np.linalg.norm(quad[1] - quad[0]))
-    near = [i for i in range(1, count) if math.dist(centroids[i], centroids[biggest]) < 0.35 * side
-            and stats[i, cv2.CC_STAT_AREA] >= 3]
+    # The area test first (vectorised): most components of a noisy face are specks.
+    big_enough = (np.flatnonzero(stats[1:, cv2.CC_STAT_AREA] >= 3) + 1).tolist()
+    near = [i for i in big_enough if math.dist(centroids[i], centroids[biggest]) < 0.35 * side]
     if not near:
         return None
     weights = stats[near, cv2.CC_STAT_AREA].astype(np.float32)
@@ -454,12 +462,15 @@ def _edge_angle(points: np.ndarray) -> float:
     A die's outline is its top square swept along the direction the camera sees its sides
     in: four of its six edges run along the square's sides, two (shorter) along the sweep.
     """
-    edges = np.roll(points, -1, axis=0) - points
+    # np.concatenate, not np.roll: the same values, without roll's generic set-up (this runs
+    # for every blob).
+    edges = np.concatenate((points[1:], points[:1])) - points
     lengths = np.hypot(edges[:, 0], edges[:, 1])
     angles = np.mod(np.arctan2(edges[:, 1], edges[:, 0]), math.pi / 2)
     bins = 45
     histogram = np.bincount(np.minimum((angles / (math.pi / 2) * bins).astype(int), bins - 1), lengths, bins)
-    smooth = histogram + 0.5 * (np.roll(histogram, 1) + np.roll(histogram, -1))
+    smooth = histogram + 0.5 * (np.concatenate((histogram[-1:], histogram[:-1]))
+                                + np.concatenate((histogram[1:], histogram[:1])))
     mode = (int(np.argmax(smooth)) + 0.5) / bins * (math.pi / 2)
     # Refine: the length-weighted mean of the edges near the mode (angles times four wrap).
     offset = np.angle(np.exp(4j * (angles - mode))) / 4
@@ -523,9 +534,12 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
         candidates.append((inside / max(side * side, 1e-6), quad))
     candidates.sort(key=lambda c: -c[0])
     kept: list[np.ndarray] = []
+    centres: list[np.ndarray] = []  # of the kept quads, each taken once
     for _, quad in candidates:
-        if all(np.abs(quad.mean(0) - k.mean(0)).max() > 0.12 * side for k in kept):
+        centre = quad.mean(0)
+        if all(np.abs(centre - k).max() > 0.12 * side for k in centres):
             kept.append(quad)
+            centres.append(centre)
     return kept
 
 
@@ -543,7 +557,7 @@ def _tighter(index: np.ndarray, contour: np.ndarray, tight: np.ndarray) -> list[
     x, y, w, h = cv2.boundingRect(contour)
     inside = np.zeros((h, w), np.uint8)
     cv2.drawContours(inside, [contour - np.array([x, y])], -1, 255, -1)
-    mask = cv2.bitwise_and(inside, tight[index[y:y + h, x:x + w]])
+    mask = cv2.bitwise_and(inside, np.take(tight, index[y:y + h, x:x + w]))
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
     return [c + np.array([x, y]) for c in _outer_contours(mask)]
 
@@ -556,7 +570,7 @@ def _body_colour(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if len(pixels) < 8:
         return np.float32(cv2.mean(lab, mask)[:3])
     chroma = np.hypot(pixels[:, 1] - 128, pixels[:, 2] - 128)
-    return pixels[chroma >= np.median(chroma)].mean(axis=0)
+    return pixels[chroma >= _median(chroma)].mean(axis=0)
 
 
 def _ink_sign(model: TallyModel, die: str) -> int:
@@ -571,7 +585,7 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
     scale = 2
     small = cv2.resize(image, (image.shape[1] // scale, image.shape[0] // scale), interpolation=cv2.INTER_AREA)
     small_index = lut_index(cv2.cvtColor(balanced(small, gains), cv2.COLOR_BGR2LAB))
-    labels = compiled.lut[small_index]
+    labels = np.take(compiled.lut, small_index)
     px = image.shape[1] / 1280.0
     min_side, max_side = params.min_side * px, params.max_side * px
     kernel = np.ones((3, 3), np.uint8)
@@ -583,14 +597,24 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
         mask = cv2.compare(labels, index, cv2.CMP_EQ)
         if die == UP_DIE:
             mask = cv2.bitwise_and(mask, cv2.bitwise_not(taken))
+        # Most colours cover a small part of the frame: close and trace only around their
+        # pixels. Two pixels of margin make it exact (the closing reaches one pixel out).
+        bx, by, bw, bh = cv2.boundingRect(mask)
+        if bw == 0:
+            continue
+        x0, y0 = max(bx - 2, 0), max(by - 2, 0)
+        x1, y1 = min(bx + bw + 2, mask.shape[1]), min(by + bh + 2, mask.shape[0])
         # Close only: the body between a circled number's ring and the face's edge is a
         # strip of two or three pixels that an opening would cut; specks fail the size test.
-        mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, kernel)
-        contours = [c for c in _outer_contours(mask) if cv2.contourArea(c) * scale * scale >= (min_side**2) * 0.5]
+        closed = cv2.morphologyEx(mask[y0:y1, x0:x1], cv2.MORPH_CLOSE, kernel)
         # A patterned cloth gives hundreds of same-coloured squares: measuring each would cost
-        # far more than the frame budget. The largest few per colour include the die.
-        contours.sort(key=cv2.contourArea)
-        pending = [(c, True) for c in contours[-params.max_candidates:]]
+        # far more than the frame budget. The largest few per colour include the die (each
+        # area measured once; a stable sort keeps the order of equal ones).
+        sized = [(area, c) for c in _outer_contours(closed)
+                 if (area := cv2.contourArea(c)) * scale * scale >= (min_side**2) * 0.5]
+        sized.sort(key=lambda ac: ac[0])
+        corner = np.int32([x0, y0])
+        pending = [(c + corner, True) for _, c in sized[-params.max_candidates:]]
         while pending:
             contour, may_split = pending.pop()
             area = cv2.contourArea(contour) * scale * scale
@@ -707,22 +731,78 @@ def windows(ink: np.ndarray) -> np.ndarray:
     return view.reshape(-1, TEMPLATE_SIDE * TEMPLATE_SIDE)
 
 
+def _shift_index() -> np.ndarray:
+    """Indices into a flattened, SHIFT-padded PATCH_SIDE mask that give `shifted`'s rows."""
+    side = PATCH_SIDE + 2 * SHIFT
+    flat = np.arange(side * side).reshape(side, side)
+    index = np.lib.stride_tricks.sliding_window_view(flat, (PATCH_SIDE, PATCH_SIDE)).reshape(-1, PATCH_SIDE**2)
+    index.setflags(write=False)
+    return index
+
+
+#: `shifted` gathers its rows with this (made once: the view and reshape cost more than the copy).
+_SHIFT_INDEX = _shift_index()
+
+
 def shifted(ink: np.ndarray) -> np.ndarray:
     """A PATCH_SIDE ink mask at every shift of up to SHIFT pixels (body moving in), as rows."""
-    padded = np.pad(ink, SHIFT)
-    view = np.lib.stride_tricks.sliding_window_view(padded, (PATCH_SIDE, PATCH_SIDE))
-    return view.reshape(-1, PATCH_SIDE * PATCH_SIDE)
+    if ink.shape != (PATCH_SIDE, PATCH_SIDE):
+        padded = np.pad(ink, SHIFT)
+        view = np.lib.stride_tricks.sliding_window_view(padded, (PATCH_SIDE, PATCH_SIDE))
+        return view.reshape(-1, PATCH_SIDE * PATCH_SIDE)
+    padded = np.zeros((PATCH_SIDE + 2 * SHIFT, PATCH_SIDE + 2 * SHIFT), ink.dtype)
+    padded[SHIFT:-SHIFT, SHIFT:-SHIFT] = ink
+    return padded.ravel()[_SHIFT_INDEX]
 
 
 def normalised_rows(rows: np.ndarray) -> np.ndarray:
-    centred = rows - rows.mean(axis=1, keepdims=True)
-    return centred / np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), 1e-6)
+    # rows.mean(axis=1) and np.linalg.norm(centred, axis=1) bit for bit (their own sums),
+    # without their dispatch cost (this runs for every ink read).
+    centred = rows - np.add.reduce(rows, axis=1, keepdims=True) / rows.shape[1]
+    norms = np.sqrt(np.add.reduce(centred * centred, axis=1, keepdims=True))
+    return centred / np.maximum(norms, 1e-6)
 
 
 def _middle(side: int) -> np.ndarray:
     """Flat boolean mask of the central disc of a side x side patch (the print's area)."""
     grid = (np.arange(side, dtype=np.float32) + 0.5) / side - 0.5
-    return (np.hypot(grid[:, None], grid[None, :]) < 0.33).ravel()
+    mask = (np.hypot(grid[:, None], grid[None, :]) < 0.33).ravel()
+    mask.setflags(write=False)
+    return mask
+
+
+#: The central disc of a canonical patch: every face read uses it, so it is made once.
+_PATCH_MIDDLE = _middle(PATCH_SIDE)
+
+
+def _median(values: np.ndarray) -> np.ndarray:
+    """np.median(values, axis=0) of a 1-D or 2-D array (no NaN), bit for bit, without its
+    generic machinery (which costs more than the partition itself on a patch): the same
+    order statistics, the same mean of the middle two. Columns are partitioned as
+    contiguous rows: the same values, found faster."""
+    rows = np.ascontiguousarray(values.T) if values.ndim == 2 else values.copy()
+    count = rows.shape[-1]
+    half = count // 2
+    if count % 2:
+        rows.partition(half, axis=-1)
+        return rows[..., half]
+    rows.partition((half - 1, half), axis=-1)
+    return (rows[..., half - 1] + rows[..., half]) / 2
+
+
+def _percentile(values: np.ndarray, q: float) -> float:
+    """float(np.percentile(values, q)) (linear method, 1-D, no NaN), bit for bit, at a
+    fraction of its cost: the same partition, the same interpolation in the values' dtype."""
+    count = len(values)
+    virtual = (count - 1) * (q / 100)
+    low = math.floor(virtual)
+    if virtual >= count - 1:
+        return float(np.partition(values, count - 1)[count - 1])
+    part = np.partition(values, (low, low + 1))
+    a, b = part[low], part[low + 1]
+    gamma = virtual - low
+    difference = b - a
+    return float(b - difference * (1 - gamma) if gamma >= 0.5 else a + difference * gamma)
 
 
 def ink_of(patch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -734,19 +814,40 @@ def ink_of(patch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     to ink colour.
     """
     pixels = patch.reshape(-1, 3)
-    body = np.median(pixels, axis=0)
+    body = _median(pixels)
     difference = pixels - body
-    distance = np.sqrt((difference**2).sum(1))
-    middle = _middle(patch.shape[0])
+    # Sums of three columns written out: the same additions in the same order as .sum(1),
+    # without a reduction's set-up over so short an axis.
+    squares = difference * difference
+    distance = np.sqrt(squares[:, 0] + squares[:, 1] + squares[:, 2])
+    middle = _PATCH_MIDDLE if patch.shape[0] == PATCH_SIDE else _middle(patch.shape[0])
     central = distance[middle]
     far = np.zeros_like(middle)
-    far[middle] = central >= max(float(np.percentile(central, 80)) * 0.7, 12.0)
-    if far.sum() < 4:
+    far[middle] = central >= max(_percentile(central, 80) * 0.7, 12.0)
+    if np.count_nonzero(far) < 4:
         return np.zeros(patch.shape[:2], np.float32), body, body
-    ink = pixels[far].mean(axis=0)
+    inked = pixels[far]
+    ink = np.add.reduce(inked, axis=0) / len(inked)  # inked.mean(axis=0), bit for bit
     direction = ink - body
-    mask = np.clip((difference * direction).sum(1) / max(float((direction * direction).sum()), 1e-6), 0, 1)
+    along = difference * direction
+    mask = np.clip((along[:, 0] + along[:, 1] + along[:, 2]) / max(float((direction * direction).sum()), 1e-6), 0, 1)
     return mask.reshape(patch.shape[:2]).astype(np.float32), body, ink
+
+
+def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray) -> np.ndarray:
+    """Per ink (rows) and template row (columns), their best correlation over every shift."""
+    rows = shifted(inks[0]) if len(inks) == 1 else np.concatenate([shifted(i) for i in inks])
+    rows = normalised_rows(rows).astype(np.float32, copy=False)
+    # Not numpy's matmul: OpenBLAS starts threads for it, which on a busy small machine (a Pi
+    # reading a camera, a server with other work) costs ten times the product. One dot
+    # product per (row, template) pair (np.vecdot: BLAS's dot, which OpenBLAS never threads
+    # at this length: process time equals wall time) is about five times quicker than
+    # cv2.gemm here; einsum's own loop (numpy 1.x has no vecdot) three times.
+    if hasattr(np, "vecdot"):
+        scores = np.vecdot(rows[:, None, :], matrix[None, :, :])
+    else:
+        scores = np.einsum("ij,kj->ik", rows, matrix)
+    return scores.reshape(len(inks), -1, len(matrix)).max(axis=1)
 
 
 def face_scores(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Compiled,
@@ -758,15 +859,21 @@ def face_scores(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Com
         return {}
     faces, matrix = (compiled.means if quick else compiled.templates)[die]
     inks = [ink] if isinstance(ink, np.ndarray) else list(ink)
-    rows = np.concatenate([shifted(i) for i in inks])
-    # cv2.gemm, not numpy's matmul: OpenBLAS starts threads for it, which on a busy small
-    # machine (a Pi reading a camera, a server with other work) costs ten times the product.
-    scores = cv2.gemm(np.ascontiguousarray(normalised_rows(rows), np.float32), matrix, 1.0, None, 0.0,
-                      flags=cv2.GEMM_2_T).max(axis=0)
+    scores = _correlations(inks, matrix).max(axis=0)
     best: dict[str, float] = {}
     for face, score in zip(faces, scores.tolist()):
         best[face] = max(best.get(face, -1.0), score)
     return best
+
+
+def print_scores(inks: Sequence[np.ndarray], die: str, compiled: _Compiled) -> list[float]:
+    """Per ink, how much it looks like any face of `die` (mean templates only): the same as
+    max(face_scores(ink, die, compiled, quick=True).values(), default=0.0) for each ink, with
+    one product for them all."""
+    if die not in compiled.templates or not inks:
+        return [0.0] * len(inks)
+    best = _correlations(inks, compiled.means[die][1]).max(axis=1)
+    return [max(score, -1.0) for score in best.tolist()]  # -1: face_scores' floor
 
 
 def decide_face(scores: Mapping[str, float], params: TallyParams,
@@ -887,10 +994,9 @@ class TallyReader:
         lab = self.model.bodies[die].lab
         return math.hypot(lab[1] - 128.0, lab[2] - 128.0) < self.params.neutral_chroma
 
-    def _print_score(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str) -> float:
-        """How much the print inside `quad` looks like any face of `die` (mean templates only)."""
-        ink = ink_of(face_patch(image, quad, gains))[0]
-        return max(face_scores(ink, die, self.compiled, quick=True).values())
+    def _print_scores(self, image: np.ndarray, gains: np.ndarray, quads: Sequence[np.ndarray], die: str) -> list[float]:
+        """How much the print inside each quad looks like any face of `die` (mean templates only)."""
+        return print_scores([ink_of(face_patch(image, quad, gains))[0] for quad in quads], die, self.compiled)
 
     def _regrow(self, image: np.ndarray, gains: np.ndarray, blob: Blob, side: float) -> None:
         """Replace a too small top face by the best-printed square of `side` around it."""
@@ -898,7 +1004,7 @@ class TallyReader:
         for quad in blob.candidates or [blob.quad]:
             centre = quad.mean(axis=0)
             tries.append(((quad - centre) * (side / max(blob.side, 1e-6)) + centre).astype(np.float32))
-        scores = [self._print_score(image, gains, q, blob.die) for q in tries]
+        scores = self._print_scores(image, gains, tries, blob.die)
         best = int(np.argmax(scores))
         if best > 0:
             centre = tries[best].mean(axis=0)
@@ -920,7 +1026,7 @@ class TallyReader:
                 continue
             # The top face is the candidate square whose print looks most like a face of
             # this die (a side face's print is foreshortened, a half-square cut is no print).
-            scored = [self._print_score(image, gains, quad, blob.die) for quad in blob.candidates or [blob.quad]]
+            scored = self._print_scores(image, gains, blob.candidates or [blob.quad], blob.die)
             best = int(np.argmax(scored))
             if scored[best] >= self.params.min_print_score:
                 blob.print_score = scored[best]
@@ -954,7 +1060,7 @@ class TallyReader:
                 # rounded edge in shadow): the print is compared at a few scales.
                 inks = [ink_of(face_patch(image, blob.quad, gains, scale))[0] for scale in self.params.scales]
                 # The scale is chosen with the mean templates; every template decides there.
-                quick = [max(face_scores(ink, die, self.compiled, quick=True).values(), default=0.0) for ink in inks]
+                quick = print_scores(inks, die, self.compiled)
                 scores = face_scores(inks[int(np.argmax(quick))], die, self.compiled)
                 face, face_confidence, _ = decide_face(scores, self.params, self.compiled.close.get(die, frozenset()))
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0

@@ -110,5 +110,5 @@ def test_each_tables_empty_tray_removes_false_tally_dice_and_no_real_ones():
         with_empty.add(photo.image.name, photo.dice, reader.read(image))
     assert with_empty.matched == plain.matched
     assert with_empty.found < plain.found
-    # measured: 95.2 -> 97.9 %
+    # measured: 97.6 -> 98.7 % (120 photos; before the Tally reader had its own stray-die rules, 95.2 -> 97.9 %)
     assert with_empty.summary()["detection_precision"] >= 0.97
