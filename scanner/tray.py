@@ -61,18 +61,29 @@ def drop_empty_look(readings: Sequence[DieReading], image: np.ndarray, empty: np
     """The readings whose top face does not look as it does in the photo of the empty tray."""
     if empty is None or not readings:
         return list(readings)
-    if empty.shape[:2] != image.shape[:2]:
-        if abs(empty.shape[1] / empty.shape[0] - image.shape[1] / image.shape[0]) > 0.01:
-            log.debug("empty tray %s and frame %s differ in shape; not compared", empty.shape, image.shape)
-            return list(readings)
-        empty = cv2.resize(empty, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_AREA)
-    # Relative, so that a die in a wall's deep shadow still differs from the shadowed tray.
-    difference = (cv2.absdiff(image, empty).astype(np.float32)
-                  / (cv2.max(image, empty).astype(np.float32) + EMPTY_LOOK_FLOOR)).max(axis=2)
+    scale_x, scale_y = empty.shape[1] / image.shape[1], empty.shape[0] / image.shape[0]
+    if abs(scale_x - scale_y) > 0.01 * scale_x:
+        log.debug("empty tray %s and frame %s differ in shape; not compared", empty.shape, image.shape)
+        return list(readings)
     kept = []
     for reading in readings:
-        mask = np.zeros(image.shape[:2], np.uint8)
-        cv2.fillConvexPoly(mask, np.int32(np.round(reading.corners)), 255)
+        # Only each die's own window is compared: this runs on every frame of the live table.
+        corners = np.int32(np.round(reading.corners))
+        x, y, w, h = cv2.boundingRect(corners)
+        x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, image.shape[1]), min(y + h, image.shape[0])
+        if x1 <= x0 or y1 <= y0:
+            kept.append(reading)
+            continue
+        seen = image[y0:y1, x0:x1]
+        before = empty[round(y0 * scale_y):max(round(y1 * scale_y), round(y0 * scale_y) + 1),
+                       round(x0 * scale_x):max(round(x1 * scale_x), round(x0 * scale_x) + 1)]
+        if before.shape[:2] != seen.shape[:2]:
+            before = cv2.resize(before, (seen.shape[1], seen.shape[0]), interpolation=cv2.INTER_AREA)
+        # Relative, so that a die in a wall's deep shadow still differs from the shadowed tray.
+        difference = (cv2.absdiff(seen, before).astype(np.float32)
+                      / (cv2.max(seen, before).astype(np.float32) + EMPTY_LOOK_FLOOR)).max(axis=2)
+        mask = np.zeros(seen.shape[:2], np.uint8)
+        cv2.fillConvexPoly(mask, corners - np.int32([x0, y0]), 255)
         inside = difference[mask > 0]
         if inside.size and float(np.median(inside)) < EMPTY_LOOK_DIFFERENCE:
             log.debug("reading at %s looks like the empty tray; dropped", reading.center)
