@@ -331,21 +331,24 @@ class CalibrationSession:
             tallyup=self.tally_model or self.base.tallyup,
         )
 
-    def scanner(self, dice_set: str) -> Scanner:
-        profile = self.profile()
+    def _empty_image(self) -> np.ndarray | None:
         with self._lock:
-            empty = self._shots[self.empty_id].image() if self.empty_id in self._shots else None
+            return self._shots[self.empty_id].image() if self.empty_id in self._shots else None
+
+    def scanner(self, dice_set: str, empty: np.ndarray | None = None) -> Scanner:
+        """A scanner as the profile being made would give; `empty`: the empty tray, if decoded already."""
+        profile = self.profile()
         return Scanner(dice_set=dice_set, tossup=profile.tossup, tally=profile.tallyup, tray=profile.tray,
                        die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level,
-                       empty_tray=empty)
+                       empty_tray=empty if empty is not None else self._empty_image())
 
     def run_check(self) -> dict[str, Any]:
         rolls = [(s.image(), s.confirmed or ()) for s in self._confirmed("tossup") + self._confirmed("tallyup")]
         if not rolls:
             raise CalibrationError("nothing to check yet: confirm a Toss Up roll (step 4) first", 409)
-        scanners = {"tossup": self.scanner("tossup"), "tallyup": self.scanner("tallyup")}
+        empty = self._empty_image()
+        scanners = {"tossup": self.scanner("tossup", empty), "tallyup": self.scanner("tallyup", empty)}
         with self._lock:
-            empty = self._shots[self.empty_id].image() if self.empty_id in self._shots else None
             learned, tray = self.learned, self.tray
         tallies = self._confirmed("tallyup")
         result = check(rolls, lambda image, dice_set: scanners[dice_set].read(image), tray,

@@ -315,7 +315,7 @@ class ConfirmedDie:
 
     @property
     def size(self) -> float:
-        return float(np.mean([math.dist(self.corners[i], self.corners[(i + 1) % 4]) for i in range(4)]))
+        return self.labelled().size
 
     def labelled(self) -> LabelledDie:
         return LabelledDie(self.die, self.face, self.center, self.corners, False)
