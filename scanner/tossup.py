@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import cv2
@@ -471,13 +472,9 @@ def _choose_dice(
 
 def _pattern_colour(insets: list[Inset], colours: dict[int, tuple[str, float, float]], params: TossUpParams) -> str | None:
     """The colour of more open insets than half a full roll: a tray pattern's, if any."""
-    counts: dict[str, int] = {}
-    for inset in insets:
-        face = colours[id(inset)][0]
-        if inset.open and face != UNSURE:
-            counts[face] = counts.get(face, 0) + 1
-    face = max(counts, key=lambda f: counts[f], default=None)
-    return face if face is not None and counts[face] > params.max_dice // 2 else None
+    counts = Counter(colours[id(i)][0] for i in insets if i.open and colours[id(i)][0] != UNSURE)
+    common = counts.most_common(1)
+    return common[0][0] if common and common[0][1] > params.max_dice // 2 else None
 
 
 def _pair_faces(
