@@ -38,7 +38,7 @@ import json
 import logging
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, Collection, Mapping, Sequence
 
@@ -112,8 +112,25 @@ class TallyParams:
     #: Shadows and rims give a few white or black blobs on any tray: more for those.
     pattern_blobs: int = 4
     pattern_blobs_neutral: int = 10
-    #: Above this share of clipped body pixels the face is not read (overexposed camera).
+    #: Above this share of clipped body pixels (overexposed camera: a bright yellow body loses
+    #: its red and green first) the print is faint and the face must win by a wider margin:
+    #: max_ratio and close_ratio times clipped_ratio; faces whose prints correlate at least
+    #: faint_close_faces count as close (+100 and -100: glare washes out the short stroke).
     max_clipped: float = 0.6
+    clipped_ratio: float = 0.6
+    faint_close_faces: float = 0.75
+    #: Clipping also shifts a body's hue (orange turns yellow, blue and green pale towards the
+    #: white Up Die): a clipped die's face is read only when no die whose colour lies within
+    #: this distance could show that face, as its print then tells which die it is.
+    clipped_identity_distance: float = 7.0
+    #: A face left unsure is read again on a better-placed square: the found top face is
+    #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
+    #: The square is grown or shrunk by refine_scale, or moved by refine_shift of its side,
+    #: whichever makes the print look most like one of the die's faces, for refine_steps.
+    refine_scale: float = 1.15
+    refine_shift: float = 0.1
+    refine_steps: int = 6
+    placed_ratio: float = 0.8
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.
@@ -296,6 +313,8 @@ class _Compiled:
     means: dict[str, tuple[list[str], np.ndarray]] = field(default_factory=dict)
     #: Per die, the pairs of its faces whose prints are nearly the same (see close_faces).
     close: dict[str, set[frozenset[str]]] = field(default_factory=dict)
+    #: Likewise with the lower bar for a clipped, faint print (see faint_close_faces).
+    faint: dict[str, set[frozenset[str]]] = field(default_factory=dict)
 
 
 def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
@@ -321,6 +340,7 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
             templates[die] = ([f for f, _ in rows], np.ascontiguousarray(np.stack([r for _, r in rows]), np.float32))
     means: dict[str, tuple[list[str], np.ndarray]] = {}
     close: dict[str, set[frozenset[str]]] = {}
+    faint: dict[str, set[frozenset[str]]] = {}
     for die in templates:
         first: dict[str, FaceTemplate] = {}  # the mean template of each face comes first
         for t in model.templates:
@@ -330,10 +350,11 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
         means[die] = ([f for f, _ in rows], np.ascontiguousarray(np.stack([r for _, r in rows]), np.float32))
         # Mean template against mean template, at every turn and shift.
         alone = _Compiled(dice, lut, {die: means[die]}, tight)
-        close[die] = {frozenset((face, other)) for face, template in first.items()
-                      for other, score in face_scores(np.pad(template.array(), SHIFT), die, alone).items()
-                      if other != face and score >= params.close_faces}
-    return _Compiled(dice, lut, templates, tight, means, close)
+        similar = {(face, other): score for face, template in first.items()
+                   for other, score in face_scores(np.pad(template.array(), SHIFT), die, alone).items() if other != face}
+        close[die] = {frozenset(pair) for pair, score in similar.items() if score >= params.close_faces}
+        faint[die] = {frozenset(pair) for pair, score in similar.items() if score >= params.faint_close_faces}
+    return _Compiled(dice, lut, templates, tight, means, close, faint)
 
 
 def _normalised(ink: np.ndarray) -> np.ndarray:
@@ -1010,6 +1031,48 @@ class TallyReader:
             centre = tries[best].mean(axis=0)
             blob.quad, blob.center, blob.side = tries[best], (float(centre[0]), float(centre[1])), side
 
+    def _placed(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str) -> np.ndarray:
+        """The top face moved and resized, a step at a time, to where its print looks most like
+        a face of `die` (hill-climbing on the mean templates' best correlation)."""
+        best_quad = np.float32(quad)
+        best = self._print_scores(image, gains, [best_quad], die)[0]
+        for _ in range(self.params.refine_steps):
+            centre = best_quad.mean(axis=0)
+            across, down = best_quad[1] - best_quad[0], best_quad[3] - best_quad[0]
+            step = self.params.refine_shift * (np.linalg.norm(across) + np.linalg.norm(down)) / 2
+            across, down = across / max(np.linalg.norm(across), 1e-6) * step, down / max(np.linalg.norm(down), 1e-6) * step
+            grow = self.params.refine_scale
+            # Never smaller than found: part of a print can look like another face (the "00"
+            # of a 100 like a 50), while the found square is rarely too large.
+            tries = [(best_quad - centre) * grow + centre,
+                     best_quad + across, best_quad - across, best_quad + down, best_quad - down]
+            scores = self._print_scores(image, gains, tries, die)
+            index = int(np.argmax(scores))
+            if scores[index] <= best:
+                break
+            best, best_quad = scores[index], tries[index].astype(np.float32)
+        return best_quad
+
+    def _read_face(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
+                   clipped: float, strictness: float = 1.0) -> tuple[str, float, dict[str, float]]:
+        """(face, face confidence, scores per face) of the print inside `quad`; `strictness`
+        below 1 narrows the margins the best face must win by."""
+        # The found quad may be a little off in size (a sliver of side face, a rounded edge
+        # in shadow): the print is compared at a few scales.
+        inks = [ink_of(face_patch(image, quad, gains, scale))[0] for scale in self.params.scales]
+        # The scale is chosen with the mean templates; every template decides there.
+        quick = print_scores(inks, die, self.compiled)
+        scores = face_scores(inks[int(np.argmax(quick))], die, self.compiled)
+        params, close = self.params, self.compiled.close
+        if clipped > params.max_clipped:
+            strictness *= params.clipped_ratio
+            close = self.compiled.faint
+        if strictness != 1.0:
+            params = replace(params, max_ratio=params.max_ratio * strictness,
+                             close_ratio=params.close_ratio * strictness)
+        face, confidence, _ = decide_face(scores, params, close.get(die, frozenset()))
+        return face, confidence, scores
+
     def read_dice(self, image: np.ndarray, with_faces: bool = True) -> list[DieRead]:
         """Every die found, with its identity, face and the scores behind them."""
         gains = balance_gains(image)
@@ -1054,15 +1117,23 @@ class TallyReader:
                 dice.append(DieRead(blob, None, 0.0, {}, None, 0.0, {}))
                 continue
             face, confidence, scores = UNSURE, 0.0, {}
-            # A body the camera clipped has lost its colour: which die it is, is a guess.
-            if die != UNSURE and blob.clipped <= self.params.max_clipped:
-                # The found quad may be a little off in size (a sliver of side face, a
-                # rounded edge in shadow): the print is compared at a few scales.
-                inks = [ink_of(face_patch(image, blob.quad, gains, scale))[0] for scale in self.params.scales]
-                # The scale is chosen with the mean templates; every template decides there.
-                quick = print_scores(inks, die, self.compiled)
-                scores = face_scores(inks[int(np.argmax(quick))], die, self.compiled)
-                face, face_confidence, _ = decide_face(scores, self.params, self.compiled.close.get(die, frozenset()))
+            if die != UNSURE:
+                face, face_confidence, scores = self._read_face(image, gains, blob.quad, die, blob.clipped)
+                if face == UNSURE:
+                    placed = self._placed(image, gains, blob.quad, die)
+                    # The square was placed to look like some face: that one must win by more.
+                    again = self._read_face(image, gains, placed, die, blob.clipped, self.params.placed_ratio)
+                    # Only a face read for sure moves the die: an unsure one keeps what the
+                    # tray checks below judge (a patch of tray would look more printed).
+                    if again[0] != UNSURE:
+                        face, face_confidence, scores = again
+                        centre = placed.mean(axis=0)
+                        blob.quad, blob.center = placed, (float(centre[0]), float(centre[1]))
+                        blob.side = float(np.mean(np.linalg.norm(placed - np.roll(placed, 1, axis=0), axis=1)))
+                if face != UNSURE and blob.clipped > self.params.max_clipped and any(
+                        face in DIE_FACES.get(other, ()) for other, d in distances.items()
+                        if other != die and d <= self.params.clipped_identity_distance):
+                    face = UNSURE
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, or on a white or black patch
                 # whose print looks like none of the Up Die's faces, is tray, not a die.
