@@ -125,11 +125,13 @@ class TallyParams:
     clipped_identity_distance: float = 7.0
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
-    #: The square is grown or shrunk by refine_scale, or moved by refine_shift of its side,
-    #: whichever makes the print look most like one of the die's faces, for refine_steps.
-    refine_scale: float = 1.15
-    refine_shift: float = 0.1
-    refine_steps: int = 6
+    #: First the found square grown by each of place_grow (about its centre and its
+    #: corners), then steps of place_shift of its side or a factor place_scale in size,
+    #: whichever makes the print look most like one of the die's faces, for place_steps.
+    place_grow: tuple[float, ...] = (1.2, 1.4, 1.6)
+    place_scale: float = 1.08
+    place_shift: float = 0.06
+    place_steps: int = 6
     placed_ratio: float = 0.8
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
@@ -690,6 +692,11 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
     return blobs
 
 
+def _side(quad: np.ndarray) -> float:
+    """The mean side length of a quad."""
+    return float(np.mean(np.linalg.norm(quad - np.roll(quad, 1, axis=0), axis=1)))
+
+
 def _touches_edge(outline: np.ndarray, shape: Sequence[int]) -> bool:
     """Whether an outline (image pixels) reaches the frame's edge."""
     x, y, w, h = cv2.boundingRect(outline)
@@ -849,15 +856,29 @@ def ink_of(patch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.zeros(patch.shape[:2], np.float32), body, body
     inked = pixels[far]
     ink = np.add.reduce(inked, axis=0) / len(inked)  # inked.mean(axis=0), bit for bit
-    direction = ink - body
+    return _ink_mask(difference, ink - body).reshape(patch.shape[:2]).astype(np.float32), body, ink
+
+
+def _ink_mask(difference: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Each pixel's position (0-1) on the line from body to ink colour, from its difference
+    to the body colour (pixels x 3) and the ink's (3)."""
     along = difference * direction
-    mask = np.clip((along[:, 0] + along[:, 1] + along[:, 2]) / max(float((direction * direction).sum()), 1e-6), 0, 1)
-    return mask.reshape(patch.shape[:2]).astype(np.float32), body, ink
+    return np.clip((along[:, 0] + along[:, 1] + along[:, 2]) / max(float((direction * direction).sum()), 1e-6), 0, 1)
 
 
-def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray) -> np.ndarray:
-    """Per ink (rows) and template row (columns), their best correlation over every shift."""
-    rows = shifted(inks[0]) if len(inks) == 1 else np.concatenate([shifted(i) for i in inks])
+def ink_as(patch: np.ndarray, body: np.ndarray, ink: np.ndarray) -> np.ndarray:
+    """The ink mask of a face patch with body and ink colours already known (from `ink_of`
+    on a patch of the same die): a quick look at many places around it."""
+    return _ink_mask(patch.reshape(-1, 3) - body, ink - body).reshape(patch.shape[:2]).astype(np.float32)
+
+
+def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool = True) -> np.ndarray:
+    """Per ink (rows) and template row (columns), their best correlation over every shift
+    (`shifts` False: centred only)."""
+    if not shifts:
+        rows = np.stack([i.ravel() for i in inks])
+    else:
+        rows = shifted(inks[0]) if len(inks) == 1 else np.concatenate([shifted(i) for i in inks])
     rows = normalised_rows(rows).astype(np.float32, copy=False)
     # Not numpy's matmul: OpenBLAS starts threads for it, which on a busy small machine (a Pi
     # reading a camera, a server with other work) costs ten times the product. One dot
@@ -887,13 +908,13 @@ def face_scores(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Com
     return best
 
 
-def print_scores(inks: Sequence[np.ndarray], die: str, compiled: _Compiled) -> list[float]:
+def print_scores(inks: Sequence[np.ndarray], die: str, compiled: _Compiled, shifts: bool = True) -> list[float]:
     """Per ink, how much it looks like any face of `die` (mean templates only): the same as
     max(face_scores(ink, die, compiled, quick=True).values(), default=0.0) for each ink, with
-    one product for them all."""
+    one product for them all (`shifts` False: centred only, a quicker first look)."""
     if die not in compiled.templates or not inks:
         return [0.0] * len(inks)
-    best = _correlations(inks, compiled.means[die][1]).max(axis=1)
+    best = _correlations(inks, compiled.means[die][1], shifts).max(axis=1)
     return [max(score, -1.0) for score in best.tolist()]  # -1: face_scores' floor
 
 
@@ -1032,20 +1053,33 @@ class TallyReader:
             blob.quad, blob.center, blob.side = tries[best], (float(centre[0]), float(centre[1])), side
 
     def _placed(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str) -> np.ndarray:
-        """The top face moved and resized, a step at a time, to where its print looks most like
-        a face of `die` (hill-climbing on the mean templates' best correlation)."""
-        best_quad = np.float32(quad)
+        """The top face moved and resized to where its print looks most like a face of `die`
+        (the mean templates' best correlation): the best of a coarse set of larger squares,
+        then hill-climbing from there in small steps."""
+        found = np.float32(quad)
+        found_side = _side(found)
+        # A square found too small lies inside the top face, often along an edge or in a
+        # corner: it is grown about its centre, each corner and each edge's middle. Never
+        # smaller than found: part of a print can look like another face (the "00" of a 100
+        # like a 50), and a found square is rarely too large. A quick first look: the found
+        # square's body and ink colours for all (measuring them for each would cost more
+        # than the correlations), centred only (the squares lie a few pixels apart).
+        anchors = (found.mean(axis=0), *found, *((found + np.roll(found, 1, axis=0)) / 2))
+        tries = [found] + [(found - anchor) * grow + anchor for grow in self.params.place_grow for anchor in anchors]
+        _, body, ink = ink_of(face_patch(image, found, gains))
+        inks = [ink_as(face_patch(image, q, gains), body, ink) for q in tries]
+        best_quad = tries[int(np.argmax(print_scores(inks, die, self.compiled, shifts=False)))].astype(np.float32)
         best = self._print_scores(image, gains, [best_quad], die)[0]
-        for _ in range(self.params.refine_steps):
+        for _ in range(self.params.place_steps):
             centre = best_quad.mean(axis=0)
             across, down = best_quad[1] - best_quad[0], best_quad[3] - best_quad[0]
-            step = self.params.refine_shift * (np.linalg.norm(across) + np.linalg.norm(down)) / 2
+            step = self.params.place_shift * _side(best_quad)
             across, down = across / max(np.linalg.norm(across), 1e-6) * step, down / max(np.linalg.norm(down), 1e-6) * step
-            grow = self.params.refine_scale
-            # Never smaller than found: part of a print can look like another face (the "00"
-            # of a 100 like a 50), while the found square is rarely too large.
-            tries = [(best_quad - centre) * grow + centre,
-                     best_quad + across, best_quad - across, best_quad + down, best_quad - down]
+            grow = self.params.place_scale
+            tries = [best_quad + across, best_quad - across, best_quad + down, best_quad - down,
+                     (best_quad - centre) * grow + centre]
+            if _side(best_quad) / grow >= found_side:
+                tries.append((best_quad - centre) / grow + centre)
             scores = self._print_scores(image, gains, tries, die)
             index = int(np.argmax(scores))
             if scores[index] <= best:
@@ -1129,7 +1163,7 @@ class TallyReader:
                         face, face_confidence, scores = again
                         centre = placed.mean(axis=0)
                         blob.quad, blob.center = placed, (float(centre[0]), float(centre[1]))
-                        blob.side = float(np.mean(np.linalg.norm(placed - np.roll(placed, 1, axis=0), axis=1)))
+                        blob.side = _side(placed)
                 if face != UNSURE and blob.clipped > self.params.max_clipped and any(
                         face in DIE_FACES.get(other, ()) for other, d in distances.items()
                         if other != die and d <= self.params.clipped_identity_distance):

@@ -3,10 +3,9 @@
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
 the built-in look rebuilt from the whole dev split and the teach set (70 photos, 308 dice:
-recall 80.8 %, precision 97.3 %, identity 94.6 %, faces 80.6 %, wrong and confident 0.83 %:
-two dice, a blue star read as purple and a 100 whose found square, too small and moved onto
-its "00", read as 50); the targets are identity >= 99.8 %, face >= 99.5 %. They guard against
-getting worse, above all against confident wrong readings.
+recall 80.8 %, precision 97.3 %, identity 94.6 %, faces 82.6 %, wrong and confident 0.4 %);
+the targets are identity >= 99.8 %, face >= 99.5 %. They guard against getting worse, above
+all against confident wrong readings.
 """
 
 from __future__ import annotations
@@ -44,8 +43,8 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     assert summary["detection_precision"] >= 0.965, card.failures
     assert summary["detection_recall"] >= 0.8, card.failures
     assert summary["identity_accuracy"] >= 0.94, card.failures
-    assert summary["wrong_confident_rate"] <= 0.009, card.failures
-    assert summary["face_accuracy"] >= 0.8, card.confusion_table()
+    assert summary["wrong_confident_rate"] <= 0.006, card.failures
+    assert summary["face_accuracy"] >= 0.81, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():

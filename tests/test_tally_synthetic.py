@@ -370,3 +370,28 @@ def test_teaching_learns_whether_the_print_is_lighter_than_the_body(look_name, m
 
     for die in DICE:
         assert model.bodies[die].ink_lighter == (lightness(look.inks[die]) > lightness(look.bodies[die])), die
+
+
+@pytest.mark.parametrize("die, face", [("red", "100"), ("orange", "60"), ("blue", "(10)"), ("yellow", "70"),
+                                       ("green", "(40)"), ("up", "x2")])
+@pytest.mark.parametrize("off", [(0.12, 0.0), (-0.1, 0.1)])
+def test_a_face_found_too_small_and_off_centre_is_placed_on_the_print_and_read(die, face, off, model_a):
+    """The found top face is often a part of it (a rounded edge in shade, print cutting the
+    body apart): its print is cut off and unreadable. The reader moves and grows the square
+    to where the print looks like a face, and reads it there."""
+    from scanner.tally import TallyReader, balance_gains
+
+    image, (label,) = draw_scene([(die, face, 640, 360, 56, 0.3)], LOOK_A)
+    truth = np.float32(label.corners)
+    centre = truth.mean(axis=0)
+    across = (truth[1] - truth[0]) / 56
+    down = (truth[3] - truth[0]) / 56
+    found = ((truth - centre) * 0.7 + centre + (across * off[0] + down * off[1]) * 56).astype(np.float32)
+    reader = TallyReader(model_a)
+    gains = balance_gains(image)
+    assert reader._read_face(image, gains, found, die, 0.0)[0] != face
+    placed = reader._placed(image, gains, found, die)
+    side = float(np.mean(np.linalg.norm(placed - np.roll(placed, 1, axis=0), axis=1)))
+    assert abs(side / 56 - 1) < 0.15
+    assert math.dist(placed.mean(axis=0), centre) < 0.12 * 56
+    assert reader._read_face(image, gains, placed, die, 0.0)[0] == face
