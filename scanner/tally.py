@@ -120,8 +120,8 @@ class TallyParams:
     clipped_ratio: float = 0.6
     faint_close_faces: float = 0.75
     #: Clipping also shifts a body's hue (orange turns yellow, blue and green pale towards the
-    #: white Up Die): a clipped die's face is read only when no die whose colour lies within
-    #: this distance could show that face, as its print then tells which die it is.
+    #: white Up Die): a clipped die's face is read only when its print looks clearly more like
+    #: it than like any face of a die whose colour lies within this distance.
     clipped_identity_distance: float = 7.0
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
@@ -703,8 +703,14 @@ def _touches_edge(outline: np.ndarray, shape: Sequence[int]) -> bool:
     return x <= 1 or y <= 1 or x + w >= shape[1] - 1 or y + h >= shape[0] - 1
 
 
-def choose_dice(blobs: Sequence[Blob], model: TallyModel) -> list[Blob]:
-    """At most one die per colour: the most die-like blob of the common size."""
+def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | None = None) -> list[Blob]:
+    """At most one die per colour: the most die-like blob of the common size.
+
+    With `params`, a second blob of a colour already taken is kept too when its colour also
+    lies within identity_max_distance of a die that no blob has the colour of (a blue die
+    under a warm lamp may be found purple beside the purple die): `assign_identities`
+    then gives each die its colour.
+    """
     if not blobs:
         return []
     typical = model.die_size * 1.0 if model.die_size else None
@@ -712,14 +718,20 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel) -> list[Blob]:
     if not good:
         return []
     if typical is None:
-        # The size most *colours* agree on: every die in a set is the same size, while a
-        # patterned cloth repeats one or two colours at its own size many times.
-        def support(size: float) -> tuple[int, float]:
-            colours = {b.die for b in good if abs(b.side / size - 1) < 0.25}
-            return len(colours), sum(b.fill * b.aspect for b in good if abs(b.side / size - 1) < 0.25)
+        # The size the most die-like *colours* agree on: every die in a set is the same size,
+        # while a patterned cloth repeats one or two colours at its own size many times, with
+        # no print like a die's. Each colour counts once, by its most die-like blob there
+        # (square, filled, printed like a face of that die).
+        def support(size: float) -> float:
+            best: dict[str, float] = {}
+            for b in good:
+                if abs(b.side / size - 1) < 0.25:
+                    best[b.die] = max(best.get(b.die, 0.0), b.fill * b.aspect * max(b.print_score, 0.2))
+            return sum(best.values())
 
         typical = max((b.side for b in good), key=support)
-    chosen: dict[str, Blob] = {}
+    chosen: dict[str, Blob] = {}  # by the die whose place the blob takes
+    colours_found = {b.die for b in good}
     # A die's print is the surest sign of it: a dark shadow or rim in the black Up Die's
     # colour may be squarer than the die itself (seen at a slant, joined by its shadow).
     # A top face found too small (its shadow in the die's colour took part of the outline)
@@ -727,11 +739,19 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel) -> list[Blob]:
     for blob in sorted(good, key=lambda b: -(b.fill * b.aspect) - b.print_score + abs(b.side / typical - 1)):
         if not 0.55 * typical <= blob.side <= 1.6 * typical:
             continue
-        if blob.die in chosen:
-            continue
         if any(math.dist(blob.center, other.center) < 0.6 * typical for other in chosen.values()):
             continue
-        chosen[blob.die] = blob
+        slot = blob.die
+        if slot in chosen:
+            if params is None:
+                continue
+            distances = colour_distances(blob.lab, model, params)
+            unseen = [die for die in model.bodies if die not in chosen and die not in colours_found
+                      and distances[die] <= params.identity_max_distance]
+            if not unseen:
+                continue
+            slot = min(unseen, key=distances.__getitem__)
+        chosen[slot] = blob
     return list(chosen.values())
 
 
@@ -1088,9 +1108,10 @@ class TallyReader:
         return best_quad
 
     def _read_face(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
-                   clipped: float, strictness: float = 1.0) -> tuple[str, float, dict[str, float]]:
+                   clipped: float, strictness: float = 1.0, rivals: Collection[str] = ()) -> tuple[str, float, dict[str, float]]:
         """(face, face confidence, scores per face) of the print inside `quad`; `strictness`
-        below 1 narrows the margins the best face must win by."""
+        below 1 narrows the margins the best face must win by. The face must also win by
+        that margin over every face of the `rivals` (dice it may be, whose faces differ)."""
         # The found quad may be a little off in size (a sliver of side face, a rounded edge
         # in shadow): the print is compared at a few scales.
         inks = [ink_of(face_patch(image, quad, gains, scale))[0] for scale in self.params.scales]
@@ -1104,7 +1125,14 @@ class TallyReader:
         if strictness != 1.0:
             params = replace(params, max_ratio=params.max_ratio * strictness,
                              close_ratio=params.close_ratio * strictness)
-        face, confidence, _ = decide_face(scores, params, close.get(die, frozenset()))
+        face, confidence, score = decide_face(scores, params, close.get(die, frozenset()))
+        if face != UNSURE and rivals:
+            if any(face in DIE_FACES.get(other, ()) for other in rivals):
+                return UNSURE, 0.0, scores  # the print cannot tell which of them it is
+            ink = inks[int(np.argmax(quick))]
+            rival = max(max(face_scores(ink, other, self.compiled).values(), default=-1.0) for other in rivals)
+            if (1.0 - score) / max(1.0 - rival, 1e-6) > params.max_ratio:
+                return UNSURE, 0.0, scores
         return face, confidence, scores
 
     def read_dice(self, image: np.ndarray, with_faces: bool = True) -> list[DieRead]:
@@ -1135,7 +1163,7 @@ class TallyReader:
                     blob.lab = blob.colours[best]
                 printed.append(blob)
         dice = []
-        chosen = choose_dice(printed, self.model)
+        chosen = choose_dice(printed, self.model, self.params)
         if len(chosen) >= 3:
             # Every die in a set is the same size: a top face found much smaller than the
             # others is a part of it (print cut the body apart, a shadow took a corner). The
@@ -1152,11 +1180,16 @@ class TallyReader:
                 continue
             face, confidence, scores = UNSURE, 0.0, {}
             if die != UNSURE:
-                face, face_confidence, scores = self._read_face(image, gains, blob.quad, die, blob.clipped)
+                # Clipping shifts a body's hue (orange turns yellow, blue and green pale
+                # towards the white Up Die): a clipped die's print must also tell it from
+                # every die of nearby colour.
+                rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
+                          and d <= self.params.clipped_identity_distance] if blob.clipped > self.params.max_clipped else []
+                face, face_confidence, scores = self._read_face(image, gains, blob.quad, die, blob.clipped, rivals=rivals)
                 if face == UNSURE:
                     placed = self._placed(image, gains, blob.quad, die)
                     # The square was placed to look like some face: that one must win by more.
-                    again = self._read_face(image, gains, placed, die, blob.clipped, self.params.placed_ratio)
+                    again = self._read_face(image, gains, placed, die, blob.clipped, self.params.placed_ratio, rivals)
                     # Only a face read for sure moves the die: an unsure one keeps what the
                     # tray checks below judge (a patch of tray would look more printed).
                     if again[0] != UNSURE:
@@ -1164,10 +1197,6 @@ class TallyReader:
                         centre = placed.mean(axis=0)
                         blob.quad, blob.center = placed, (float(centre[0]), float(centre[1]))
                         blob.side = _side(placed)
-                if face != UNSURE and blob.clipped > self.params.max_clipped and any(
-                        face in DIE_FACES.get(other, ()) for other, d in distances.items()
-                        if other != die and d <= self.params.clipped_identity_distance):
-                    face = UNSURE
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, or on a white or black patch
                 # whose print looks like none of the Up Die's faces, is tray, not a die.

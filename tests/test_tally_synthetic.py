@@ -395,3 +395,29 @@ def test_a_face_found_too_small_and_off_centre_is_placed_on_the_print_and_read(d
     assert abs(side / 56 - 1) < 0.15
     assert math.dist(placed.mean(axis=0), centre) < 0.12 * 56
     assert reader._read_face(image, gains, placed, die, 0.0)[0] == face
+
+
+def _blob(die: str, x: float, lab, side: float = 44.0, print_score: float = 0.8):
+    from scanner.tally import Blob
+
+    quad = square(x, 360, side, 0.0)
+    return Blob(die, quad, (x, 360.0), side, 0.95, 0.95, np.float32(lab), print_score=print_score)
+
+
+def test_a_die_found_in_a_neighbouring_colour_beside_that_colour_s_die_is_kept_and_named():
+    """Under a warm lamp a blue die may come out purple beside the purple die: both are kept
+    when no blob has blue's colour, and each gets its colour from the assignment."""
+    from scanner.tally import TallyParams, assign_identities, choose_dice, colour_distances, default_model
+
+    model, params = default_model(), TallyParams()
+    purple, blue = (np.float32(model.bodies[d].lab) for d in ("purple", "blue"))
+    between = purple + 0.45 * (blue - purple)
+    blobs = [_blob("purple", 500, between, print_score=0.9), _blob("purple", 620, purple, print_score=0.7)]
+    assert len(choose_dice(blobs, model)) == 1  # one blob per colour, without the colours
+    chosen = choose_dice(blobs, model, params)
+    assert len(chosen) == 2
+    names = [die for die, _ in assign_identities([colour_distances(b.lab, model, params) for b in chosen], params)]
+    assert {b.center[0]: name for b, name in zip(chosen, names)} == {500: "blue", 620: "purple"}
+    # A blob of blue's colour anywhere: a second purple blob is no hidden blue die.
+    blobs.append(_blob("blue", 800, blue))
+    assert sorted(b.die for b in choose_dice(blobs, model, params)) == ["blue", "purple"]
