@@ -1,21 +1,24 @@
 """Knowing when a roll has settled: one reading per roll, none while anything moves.
 
 Works on any frame stream. Motion is measured on a small blurred grey copy of each frame;
-once nothing has moved for `settle_s`, the frame is read. A tray that was already read and
-is disturbed without a new throw (a bump, dice taken away) yields `TrayChanged`, not a roll.
+once nothing has moved for `settle_s`, the next few still frames are read and merged die by
+die (camera noise can tip one frame's reading of a small print). A tray that was already
+read and is disturbed without a new throw (a bump, dice taken away) yields `TrayChanged`,
+not a roll.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import cv2
 import numpy as np
 
-from scanner.frames import DieReading, Frame, Roll, TrayChanged
+from scanner.frames import UNSURE, DieReading, Frame, Roll, TrayChanged
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +34,9 @@ class SettleConfig:
     still_fraction: float = 0.0015
     #: A die whose centre moved less than this many top-face sizes stayed put.
     same_place: float = 0.5
+    #: Still frames read per roll and merged: a die must be found in most of them, and a
+    #: face read in one is kept unless another frame reads it differently.
+    confirm_frames: int = 3
 
 
 def motion_image(image: np.ndarray) -> np.ndarray:
@@ -44,18 +50,51 @@ def moved_fraction(previous: np.ndarray, current: np.ndarray, threshold: int) ->
     return float(np.count_nonzero(cv2.absdiff(previous, current) > threshold)) / current.size
 
 
-def unmatched(old: Sequence[DieReading], new: Sequence[DieReading], tolerance: float) -> int:
-    """How many dice of `old` have no die of `new` near their old place."""
+def _pairs(old: Sequence[DieReading], new: Sequence[DieReading], tolerance: float) -> list[tuple[DieReading, DieReading | None]]:
+    """Each die of `old` with the die of `new` nearest its place (each used once), or None."""
     free = list(new)
-    missing = 0
+    pairs: list[tuple[DieReading, DieReading | None]] = []
     for die in old:
         reach = tolerance * max(die.size, 1.0)
         best = min(free, key=lambda d: math.dist(d.center, die.center), default=None)
         if best is not None and math.dist(best.center, die.center) <= reach:
             free.remove(best)
+            pairs.append((die, best))
         else:
-            missing += 1
-    return missing
+            pairs.append((die, None))
+    return pairs
+
+
+def unmatched(old: Sequence[DieReading], new: Sequence[DieReading], tolerance: float) -> int:
+    """How many dice of `old` have no die of `new` near their old place."""
+    return sum(match is None for _, match in _pairs(old, new, tolerance))
+
+
+def merge_readings(frames: Sequence[Sequence[DieReading]], tolerance: float) -> tuple[DieReading, ...]:
+    """One reading per die from several frames of a still tray.
+
+    A die counts when it is found in most frames. Its reading is the one frame's that is
+    sure, when every sure reading of it agrees; readings that disagree make it unsure (a
+    wrong confident reading is the worst outcome).
+    """
+    anchor = max(frames, key=len)
+    others = [frame for frame in frames if frame is not anchor]
+    merged = []
+    for die in anchor:
+        seen = [die] + [match for other in others for _, match in _pairs([die], other, tolerance) if match is not None]
+        if 2 * len(seen) <= len(frames):
+            continue
+        sure = [d for d in seen if d.face != UNSURE and d.die != UNSURE]
+        readings = Counter((d.die, d.face) for d in sure)
+        if len(readings) == 1:
+            chosen = max(sure, key=lambda d: d.confidence)
+        elif readings:
+            chosen = replace(die, face=UNSURE, confidence=0.0)
+        else:
+            chosen = die
+        cocked = 2 * sum(d.cocked for d in seen) > len(seen)
+        merged.append(chosen if chosen.cocked == cocked else replace(chosen, cocked=cocked))
+    return tuple(merged)
 
 
 class SettleWatcher:
@@ -75,6 +114,7 @@ class SettleWatcher:
         # Armed: something moved since the tray was last read (at start: read what lies there).
         self._armed = True
         self._last: tuple[DieReading, ...] = ()
+        self._pending: list[tuple[DieReading, ...]] = []  # readings of this still spell
 
     def feed(self, frame: Frame) -> list[Roll | TrayChanged]:
         current = motion_image(frame.image)
@@ -85,15 +125,19 @@ class SettleWatcher:
         if moved_fraction(previous, current, self.config.pixel_threshold) >= self.config.still_fraction:
             self._still_for = 0
             self._armed = True
+            self._pending = []
             return []
         self._still_for += 1
         if not self._armed or self._still_for < self.settle_frames:
             return []
+        self._pending.append(tuple(self.read_dice(frame.image)))
+        if len(self._pending) < max(1, self.config.confirm_frames):
+            return []
         self._armed = False
-        return self._read(frame)
+        pending, self._pending = self._pending, []
+        return self._read(frame, merge_readings(pending, self.config.same_place))
 
-    def _read(self, frame: Frame) -> list[Roll | TrayChanged]:
-        dice = tuple(self.read_dice(frame.image))
+    def _read(self, frame: Frame, dice: tuple[DieReading, ...]) -> list[Roll | TrayChanged]:
         last, self._last = self._last, dice
         if not dice:
             log.debug("frame %s: tray settled empty", frame.index)

@@ -1096,8 +1096,11 @@ class TallyReader:
             step = self.params.place_shift * _side(best_quad)
             across, down = across / max(np.linalg.norm(across), 1e-6) * step, down / max(np.linalg.norm(down), 1e-6) * step
             grow = self.params.place_scale
-            tries = [best_quad + across, best_quad - across, best_quad + down, best_quad - down,
-                     (best_quad - centre) * grow + centre]
+            tries = [best_quad + across, best_quad - across, best_quad + down, best_quad - down]
+            # Within the sizes the first look tried: a square grown far past the die takes in
+            # its neighbours' prints and the tray.
+            if _side(best_quad) * grow <= found_side * max(self.params.place_grow) * 1.01:
+                tries.append((best_quad - centre) * grow + centre)
             if _side(best_quad) / grow >= found_side:
                 tries.append((best_quad - centre) / grow + centre)
             scores = self._print_scores(image, gains, tries, die)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import cv2
 import numpy as np
 
-from scanner.frames import DieReading, Frame, Roll, TrayChanged
-from scanner.settle import SettleWatcher
+from scanner.frames import UNSURE, DieReading, Frame, Roll, TrayChanged
+from scanner.settle import SettleWatcher, merge_readings
 
 FPS = 30
 SIZE = 40
@@ -123,3 +125,50 @@ def test_a_tally_bonus_roll_beside_resting_dice_is_a_roll():
     events = stream.run()
     assert [type(e) for e in events] == [Roll, Roll]
     assert len(events[1].dice) == 4
+
+
+def _die(x: float, face: str, die: str = "purple", cocked: bool = False, confidence: float = 0.8) -> DieReading:
+    return DieReading(center=(x, 100.0), corners=((x - 15, 85), (x + 15, 85), (x + 15, 115), (x - 15, 115)),
+                      die=die, face=face, confidence=confidence, cocked=cocked, size=30.0)
+
+
+def test_merged_frames_keep_a_face_read_in_one_and_unsure_in_another():
+    frames = [(_die(100, "unsure"), _die(200, "star", "red")), (_die(101, "20"), _die(200, "star", "red")),
+              (_die(100, "20", confidence=0.9), _die(199, "star", "red"))]
+    merged = merge_readings(frames, 0.5)
+    assert sorted((d.die, d.face) for d in merged) == [("purple", "20"), ("red", "star")]
+    assert max(d.confidence for d in merged if d.die == "purple") == 0.9
+
+
+def test_merged_frames_that_read_a_die_differently_give_unsure():
+    frames = [(_die(100, "20"),), (_die(100, "star"),), (_die(100, "20"),)]
+    (merged,) = merge_readings(frames, 0.5)
+    assert (merged.die, merged.face, merged.confidence) == ("purple", UNSURE, 0.0)
+    frames = [(_die(100, "20"),), (_die(100, "20", die="blue"),), (_die(100, "20"),)]
+    assert merge_readings(frames, 0.5)[0].face == UNSURE
+
+
+def test_a_die_found_in_only_one_of_three_frames_is_left_out_and_cocked_is_the_majority():
+    frames = [(_die(100, "20", cocked=True), _die(300, "star")), (_die(100, "20", cocked=True),), (_die(100, "20"),)]
+    (merged,) = merge_readings(frames, 0.5)
+    assert merged.center[0] == 100 and merged.cocked
+
+
+def test_a_reading_that_flickers_between_frames_is_read_from_several():
+    """Camera noise tips one frame's reading of a small print: the roll is read from three
+    still frames, and a face read in one of them wins over "unsure" in the others."""
+    stream = Stream()
+    stream.throw([(0, 0)] * 3, REST)
+    stream.hold(REST, 2.0)
+    calls = []
+
+    def flickering(image):
+        calls.append(1)
+        dice = find_white_squares(image)
+        # Every other read leaves the first die unsure; the others read it as "20".
+        return [replace(d, die="purple", face="unsure" if i == 0 and len(calls) % 2 else "20") for i, d in enumerate(dice)]
+
+    watcher = SettleWatcher(flickering, fps=FPS)
+    events = [e for index, image in enumerate(stream.frames) for e in watcher.feed(Frame(image=image, index=index, t=index / FPS))]
+    assert len(events) == 1 and len(calls) == 3
+    assert [d.face for d in events[0].dice] == ["20"] * 3
