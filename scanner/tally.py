@@ -96,6 +96,13 @@ class TallyParams:
     #: one short stroke apart) are told apart only with a ratio of at most close_ratio.
     close_faces: float = 0.85
     close_ratio: float = 0.5
+    #: Two faces whose prints correlate at least pair_similarity (20 and 70, +100 and -100)
+    #: and are the only contenders: when the margin leaves them unsure, they are told apart
+    #: where their prints differ by more than pair_difference (ink 0-1), the print showing
+    #: one's strokes and not the other's by at least pair_vote (0.5: no telling).
+    pair_similarity: float = 0.7
+    pair_difference: float = 0.35
+    pair_vote: float = 0.7
     #: Candidate blobs measured per colour (the largest first).
     max_candidates: int = 6
     #: Scales at which a face is compared with the templates.
@@ -317,6 +324,9 @@ class _Compiled:
     close: dict[str, set[frozenset[str]]] = field(default_factory=dict)
     #: Likewise with the lower bar for a clipped, faint print (see faint_close_faces).
     faint: dict[str, set[frozenset[str]]] = field(default_factory=dict)
+    #: Per die and (face, other face) of similar prints: both mean templates, the other's
+    #: turned and shifted onto the face's (see pair_similarity).
+    pairs: dict[str, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
 
 
 def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
@@ -343,6 +353,7 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
     means: dict[str, tuple[list[str], np.ndarray]] = {}
     close: dict[str, set[frozenset[str]]] = {}
     faint: dict[str, set[frozenset[str]]] = {}
+    pairs: dict[str, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]] = {}
     for die in templates:
         first: dict[str, FaceTemplate] = {}  # the mean template of each face comes first
         for t in model.templates:
@@ -356,7 +367,54 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
                    for other, score in face_scores(np.pad(template.array(), SHIFT), die, alone).items() if other != face}
         close[die] = {frozenset(pair) for pair, score in similar.items() if score >= params.close_faces}
         faint[die] = {frozenset(pair) for pair, score in similar.items() if score >= params.faint_close_faces}
-    return _Compiled(dice, lut, templates, tight, means, close, faint)
+        pairs[die] = {(face, other): (first[face].array(), _aligned(first[other].array(), first[face].array()))
+                      for (face, other), score in similar.items() if score >= params.pair_similarity}
+    return _Compiled(dice, lut, templates, tight, means, close, faint, pairs)
+
+
+def _best_pose(ink: np.ndarray, template: np.ndarray) -> tuple[int, int, int]:
+    """(quarter turns, row, column): where in an ink mask at least TEMPLATE_SIDE wide, and
+    turned how far, a TEMPLATE_SIDE template matches best."""
+    rows = normalised_rows(windows(ink))
+    turns = np.stack([_normalised(np.rot90(template, k)) for k in range(4)])
+    scores = np.einsum("ij,kj->ik", rows, turns)  # a few dozen windows x 4 turns: too small to thread
+    window, turn = divmod(int(np.argmax(scores)), 4)
+    row, column = divmod(window, ink.shape[1] - TEMPLATE_SIDE + 1)
+    return turn, row, column
+
+
+def _aligned(template: np.ndarray, onto: np.ndarray) -> np.ndarray:
+    """`template` turned and shifted to lie best on `onto` (both TEMPLATE_SIDE squares)."""
+    turn, row, column = _best_pose(np.pad(onto, SHIFT), template)
+    canvas = np.zeros((PATCH_SIDE, PATCH_SIDE), np.float32)
+    canvas[row:row + TEMPLATE_SIDE, column:column + TEMPLATE_SIDE] = np.rot90(template, turn)
+    return canvas[SHIFT:SHIFT + TEMPLATE_SIDE, SHIFT:SHIFT + TEMPLATE_SIDE]
+
+
+def pair_vote(ink: np.ndarray, face: np.ndarray, other: np.ndarray, difference: float) -> float | None:
+    """How much a PATCH_SIDE ink mask shows `face` rather than `other` (two aligned mean
+    templates of similar prints): 1 when it is inked just where only `face` is and blank
+    where only `other` is, 0 the other way round; None when their prints do not differ.
+
+    The print is laid where `face` fits it best, looking further than the reading's own
+    shifts: a print a pixel off from the stroke it is judged by votes wrongly.
+    """
+    wider = np.pad(ink, SHIFT)
+    turn, row, column = _best_pose(wider, face)
+    seen = wider[row:row + TEMPLATE_SIDE, column:column + TEMPLATE_SIDE]
+    face, other = np.rot90(face, turn), np.rot90(other, turn)
+    # The print's own ink and body levels, where both templates agree.
+    both_inked, both_blank = (face > 0.6) & (other > 0.6), (face < 0.15) & (other < 0.15)
+    blank = float(np.median(seen[both_blank])) if both_blank.any() else 0.0
+    inked = float(np.median(seen[both_inked])) if np.count_nonzero(both_inked) >= 3 else 1.0
+    span = max(inked - blank, 0.2)
+    votes = []
+    only_face, only_other = face - other > difference, other - face > difference
+    if np.count_nonzero(only_face) >= 2:
+        votes.append((float(seen[only_face].mean()) - blank) / span)
+    if np.count_nonzero(only_other) >= 2:
+        votes.append(1.0 - (float(seen[only_other].mean()) - blank) / span)
+    return float(np.mean(votes)) if votes else None
 
 
 def _normalised(ink: np.ndarray) -> np.ndarray:
@@ -774,7 +832,7 @@ def face_patch(image: np.ndarray, quad: np.ndarray, gains: np.ndarray, scale: fl
 
 
 def windows(ink: np.ndarray) -> np.ndarray:
-    """Every TEMPLATE_SIDE square of a PATCH_SIDE ink mask (each shift), as raw rows."""
+    """Every TEMPLATE_SIDE square of an ink mask (a PATCH_SIDE one: each shift), as raw rows."""
     view = np.lib.stride_tricks.sliding_window_view(ink, (TEMPLATE_SIDE, TEMPLATE_SIDE))
     return view.reshape(-1, TEMPLATE_SIDE * TEMPLATE_SIDE)
 
@@ -1110,6 +1168,23 @@ class TallyReader:
             best, best_quad = scores[index], tries[index].astype(np.float32)
         return best_quad
 
+    def _pair_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
+                       params: TallyParams) -> tuple[str, float]:
+        """(face, confidence) when the two best faces, nearly the same print, are the only
+        contenders and the strokes that differ tell them apart; else unsure."""
+        ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+        if len(ranked) < 2 or ranked[0][1] < params.min_score:
+            return UNSURE, 0.0
+        (face, score), (other, _) = ranked[:2]
+        if len(ranked) > 2 and (1.0 - score) / max(1.0 - ranked[2][1], 1e-6) > params.max_ratio:
+            return UNSURE, 0.0
+        pair = self.compiled.pairs.get(die, {}).get((face, other))
+        vote = None if pair is None else pair_vote(ink, *pair, params.pair_difference)
+        if vote is None or 1.0 - params.pair_vote < vote < params.pair_vote:
+            return UNSURE, 0.0
+        # As sure as the vote is clear, never more than a margin well won.
+        return (face if vote >= params.pair_vote else other), round(0.5 + 0.4 * min(1.0, abs(vote - 0.5) * 2), 4)
+
     def _read_face(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
                    clipped: float, strictness: float = 1.0, rivals: Collection[str] = ()) -> tuple[str, float, dict[str, float]]:
         """(face, face confidence, scores per face) of the print inside `quad`; `strictness`
@@ -1129,6 +1204,8 @@ class TallyReader:
             params = replace(params, max_ratio=params.max_ratio * strictness,
                              close_ratio=params.close_ratio * strictness)
         face, confidence, score = decide_face(scores, params, close.get(die, frozenset()))
+        if face == UNSURE and clipped <= params.max_clipped and not rivals:
+            face, confidence = self._pair_decision(inks[int(np.argmax(quick))], die, scores, params)
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):
                 return UNSURE, 0.0, scores  # the print cannot tell which of them it is

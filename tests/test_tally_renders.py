@@ -81,12 +81,12 @@ def test_twenty_photos_teach_a_differently_looking_set():
         built_in_card.add(label.image.name, label.dice, built_in.read(image))
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
-    # Measured (18 photos, 93 dice): taught recall 76 %, precision 96 %, identity 97 %, faces
-    # 68 %, no confident mistake (the built-in look finds 78 %, names 90 % right, reads 54 % of
+    # Measured (18 photos, 93 dice): taught recall 80 %, precision 96 %, identity 97 %, faces
+    # 72 %, no confident mistake (the built-in look finds 82 %, names 92 % right, reads 60 % of
     # the faces). Most misses: the black Up Die against a black rim or dark felt, and on the
     # white board under a warm lamp, the dice far darker and paler than any teaching table
     # showed them. The targets (issue 5) are far above these bars.
     assert summary["identity_accuracy"] >= 0.96 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.66, taught_card.confusion_table()
-    assert summary["detection_precision"] >= 0.95 and summary["detection_recall"] >= 0.75, taught_card.failures
+    assert summary["face_accuracy"] >= 0.7, taught_card.confusion_table()
+    assert summary["detection_precision"] >= 0.95 and summary["detection_recall"] >= 0.78, taught_card.failures

@@ -421,3 +421,20 @@ def test_a_die_found_in_a_neighbouring_colour_beside_that_colour_s_die_is_kept_a
     # A blob of blue's colour anywhere: a second purple blob is no hidden blue die.
     blobs.append(_blob("blue", 800, blue))
     assert sorted(b.die for b in choose_dice(blobs, model, params)) == ["blue", "purple"]
+
+
+@pytest.mark.parametrize("face, other", [("+100", "-100"), ("20", "70"), ("+2", "+3"), ("60", "70")])
+def test_two_similar_prints_are_told_apart_where_they_differ(face, other):
+    """+100 and -100 correlate almost as well with either template; the vote looks only at
+    the strokes in which they differ (the "+"'s upright), at any turn and a small shift."""
+    from scanner.tally import PATCH_SIDE, SHIFT, TEMPLATE_SIDE, _aligned, pair_vote
+
+    def template(label):
+        return face_art(label, LOOK_A, TEMPLATE_SIDE)
+
+    a, b = template(face), _aligned(template(other), template(face))
+    for turn, shift in ((0, (0, 0)), (1, (1, -1)), (3, (-2, 1))):
+        for label, expected in ((face, 1.0), (other, 0.0)):
+            ink = np.roll(np.pad(np.rot90(template(label), turn), SHIFT), shift, axis=(0, 1))
+            assert ink.shape == (PATCH_SIDE, PATCH_SIDE)
+            assert abs(pair_vote(ink, a, b, 0.35) - expected) < 0.3, (label, turn, shift)
