@@ -138,7 +138,7 @@ class TallyParams:
     place_grow: tuple[float, ...] = (1.2, 1.4, 1.6)
     place_scale: float = 1.08
     place_shift: float = 0.06
-    place_steps: int = 6
+    place_steps: int = 3
     placed_ratio: float = 0.8
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
