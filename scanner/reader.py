@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
-from scanner.tossup import TossUpParams, read_tossup
+from scanner.tossup import TossUpParams, illuminant, read_tossup
 from scanner.tray import drop_empty_look, keep_in_tray
 
 log = logging.getLogger(__name__)
@@ -50,17 +50,35 @@ class Scanner:
             self._tally_reader = TallyReader(self.tally or default_model())
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
-        readings = self._read_all(subtract_black_level(image, self.black_level))
+        readings = self._read_all(subtract_black_level(image, self.black_level), self._tossup_params(image))
         readings = keep_in_tray(readings, self.tray, self.die_size, self.frame_size, image.shape)
         return drop_empty_look(readings, image, self.empty_tray)
 
-    def _read_all(self, image: np.ndarray) -> Sequence[DieReading]:
+    def _tossup_params(self, image: np.ndarray) -> TossUpParams:
+        """The Toss Up parameters for this frame. With a black level taken off, the white
+        thresholds (fractions of the lamp's white) are moved to the same pixels as in the
+        picture before: taking the stray light off darkens a rim in a wall's shadow, dim
+        already, far more than the lamp's white, and it must still count as white."""
+        if self.black_level is None or self.dice_set == "tallyup":
+            return self.tossup
+        white = float(np.max(illuminant(image)))
+        level = float(np.mean(self.black_level))
+        if white <= level + 1.0:
+            return self.tossup
+
+        def moved(fraction: float) -> float:
+            return max(0.02, (fraction * white - level) / (white - level))
+
+        params = self.tossup
+        return replace(params, white_value=moved(params.white_value), dim_white_value=moved(params.dim_white_value))
+
+    def _read_all(self, image: np.ndarray, tossup: TossUpParams) -> Sequence[DieReading]:
         if self.dice_set == "tossup":
-            return read_tossup(image, self.tossup)
+            return read_tossup(image, tossup)
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
             return self._tally_reader.read(image)
-        found = read_tossup(image, self.tossup, with_faces=False)
+        found = read_tossup(image, tossup, with_faces=False)
         # Toss Up insets and white bodies also match Tally colours: one die, one reading. Two
         # dice lie at least a side apart; a Tally outline of a Toss Up die (its inset with a
         # side face) may be off its centre by most of a side.

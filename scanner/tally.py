@@ -46,7 +46,7 @@ import cv2
 import numpy as np
 
 from scanner.frames import UNSURE, DieReading
-from scanner.tossup import _illuminant, order_clockwise
+from scanner.tossup import illuminant, order_clockwise
 from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES
 
 log = logging.getLogger(__name__)
@@ -278,7 +278,7 @@ def balance_gains(image: np.ndarray) -> np.ndarray:
     colour correction would move every die's colour, no correction moves it by the lamp's
     tint only, which the learned colour spread covers.
     """
-    b, g, r = (float(v) for v in _illuminant(image))
+    b, g, r = (float(v) for v in illuminant(image))
     if not (LAMP_BLUE_PER_RED[0] <= b / r <= LAMP_BLUE_PER_RED[1] and LAMP_GREEN_PER_RED[0] <= g / r <= LAMP_GREEN_PER_RED[1]):
         b = g = r = max(b, g, r)
     return (WHITE_LEVEL / np.float32([b, g, r])).astype(np.float32)

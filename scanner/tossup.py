@@ -121,7 +121,7 @@ class WhiteMasks:
         return self.dim if inset.dim else self.bright
 
 
-def _illuminant(image: np.ndarray) -> np.ndarray:
+def illuminant(image: np.ndarray) -> np.ndarray:
     """The lamp's colour and level, per channel, from the brightest pixels ("white patch").
 
     White rims are the brightest pixels in every channel at once, while a coloured inset is
@@ -155,7 +155,7 @@ def _white_mask(balanced: np.ndarray, params: TossUpParams) -> tuple[WhiteMasks,
 
 def _balanced(image: np.ndarray) -> np.ndarray:
     """The image with the lamp's tint and level divided out (its white at 235)."""
-    return cv2.transform(image, np.diag(235.0 / _illuminant(image)).astype(np.float32))
+    return cv2.transform(image, np.diag(235.0 / illuminant(image)).astype(np.float32))
 
 
 def _quad(contour: np.ndarray) -> np.ndarray:

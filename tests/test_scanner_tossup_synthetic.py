@@ -197,3 +197,16 @@ def test_dice_in_the_shadow_of_a_wall_are_found_by_their_dim_rims():
     image = draw_tray(BACKGROUNDS["white_board"], dice).astype(np.float32)
     image[520:] *= 0.25
     assert_reads_flat(Scanner("tossup").read(image.astype(np.uint8)), dice)
+
+
+def test_a_black_level_taken_off_does_not_lose_the_dice_in_a_wall_s_shadow():
+    """A calibration profile's black level (stray room light, measured on the empty tray) is
+    taken off every frame; a rim in shadow, dim already, then falls far below the lamp's white.
+    The white thresholds follow, so those dice are still found (and the lit ones too)."""
+    dice = [(300, 200, "red", 0.2), (640, 250, "green", 0.5), (400, 600, "green", 0.3), (800, 610, "yellow", 0.9)]
+    image = draw_tray(BACKGROUNDS["white_board"], dice).astype(np.float32)
+    image[520:] *= 0.12  # deep shadow: there the stray light is half of what the camera sees
+    stray = np.float32([30, 22, 12])  # bluish room light, B G R
+    photo = np.clip(image + stray, 0, 255).astype(np.uint8)
+    calibrated = Scanner("tossup", black_level=tuple(float(v) for v in stray))
+    assert_reads_flat(calibrated.read(photo), dice)
