@@ -103,6 +103,8 @@ class TallyParams:
     pair_similarity: float = 0.7
     pair_difference: float = 0.35
     pair_vote: float = 0.7
+    #: A die named by its print, its colour between two dice's (see _identify_by_print).
+    print_identity_confidence: float = 0.6
     #: Candidate blobs measured per colour (the largest first).
     max_candidates: int = 6
     #: Scales at which a face is compared with the templates.
@@ -1168,6 +1170,29 @@ class TallyReader:
             best, best_quad = scores[index], tries[index].astype(np.float32)
         return best_quad
 
+    def _identify_by_print(self, image: np.ndarray, gains: np.ndarray, blob: Blob, distances: Mapping[str, float],
+                           taken: Mapping[str, float]) -> tuple[str, float, str, float, dict[str, float]]:
+        """(die, its confidence, face, face confidence, scores) of a die whose colour lies
+        between two dice (blue and purple under a lamp the balance left over): the print
+        decides when it is a face that only one of them has, and clearly that one's (a
+        circled 10 is blue's; a 20 or a star, which both have, stays unsure)."""
+        best = min(distances.values())
+        candidates = [die for die, d in distances.items() if die in self.compiled.templates
+                      and d <= min(best + self.params.identity_margin, self.params.identity_max_distance)
+                      and not (die in taken and taken[die] <= d)]
+        if len(candidates) < 2:
+            return UNSURE, 0.0, UNSURE, 0.0, {}
+        reads = {die: self._read_face(image, gains, blob.quad, die, blob.clipped) for die in candidates}
+        # The die whose faces the print matches best, if its face is read and clearly better.
+        die = max(candidates, key=lambda d: max(reads[d][2].values(), default=-1.0))
+        face, face_confidence, scores = reads[die]
+        others = [other for other in candidates if other != die]
+        rival = max(max(reads[other][2].values(), default=-1.0) for other in others)
+        if (face != UNSURE and not any(face in DIE_FACES[other] for other in others)
+                and (1.0 - scores[face]) / max(1.0 - rival, 1e-6) <= self.params.max_ratio):
+            return die, self.params.print_identity_confidence, face, face_confidence, scores
+        return UNSURE, 0.0, UNSURE, 0.0, {}
+
     def _pair_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
                        params: TallyParams) -> tuple[str, float]:
         """(face, confidence) when the two best faces, nearly the same print, are the only
@@ -1254,12 +1279,18 @@ class TallyReader:
                     self._regrow(image, gains, blob, typical)
         distances_all = [colour_distances(blob.lab, self.model, self.params) for blob in chosen]
         identities = assign_identities(distances_all, self.params)
-        for blob, distances, (die, die_confidence) in zip(chosen, distances_all, identities):
+        for index, (blob, distances, (die, die_confidence)) in enumerate(zip(chosen, distances_all, identities)):
             if not with_faces:
                 dice.append(DieRead(blob, None, 0.0, {}, None, 0.0, {}))
                 continue
             face, confidence, scores = UNSURE, 0.0, {}
-            if die != UNSURE:
+            if die == UNSURE and blob.clipped <= self.params.max_clipped:
+                taken = {other_die: distances_all[other][other_die] for other, (other_die, _) in enumerate(identities)
+                         if other != index and other_die != UNSURE}
+                die, die_confidence, face, face_confidence, scores = self._identify_by_print(
+                    image, gains, blob, distances, taken)
+                confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
+            elif die != UNSURE:
                 # Clipping shifts a body's hue (orange turns yellow, blue and green pale
                 # towards the white Up Die): a clipped die's print must also tell it from
                 # every die of nearby colour.

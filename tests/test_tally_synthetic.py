@@ -438,3 +438,19 @@ def test_two_similar_prints_are_told_apart_where_they_differ(face, other):
             ink = np.roll(np.pad(np.rot90(template(label), turn), SHIFT), shift, axis=(0, 1))
             assert ink.shape == (PATCH_SIDE, PATCH_SIDE)
             assert abs(pair_vote(ink, a, b, 0.35) - expected) < 0.3, (label, turn, shift)
+
+
+@pytest.mark.parametrize("face, expected", [("50", ("blue", "50")), ("10", ("blue", "10")), ("20", (UNSURE, UNSURE))])
+def test_a_die_coloured_between_blue_and_purple_is_named_by_a_print_only_one_of_them_has(face, expected, model_a):
+    from dataclasses import replace
+
+    from scanner.tally import TallyReader
+
+    blue, purple = np.float32(LOOK_A.bodies["blue"]), np.float32(LOOK_A.bodies["purple"])
+    between = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(int(v) for v in (blue + purple) / 2)})
+    image, _ = draw_scene([("blue", face, 640, 360, 56, 0.3)], between)
+    reader = TallyReader(model_a)
+    (read,) = reader.read_dice(image)
+    distances = sorted(read.distances.values())
+    assert distances[1] - distances[0] < reader.params.identity_margin  # the colour alone cannot tell
+    assert (read.die, read.face) == expected
