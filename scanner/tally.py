@@ -768,8 +768,8 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | 
 
     With `params`, a second blob of a colour already taken is kept too when its colour also
     lies within identity_max_distance of a die that no blob has the colour of (a blue die
-    under a warm lamp may be found purple beside the purple die): `assign_identities`
-    then gives each die its colour.
+    under a warm lamp may be found purple beside the purple die), unless pattern_blobs
+    blobs have that colour: `assign_identities` then gives each die its colour.
     """
     if not blobs:
         return []
@@ -792,6 +792,7 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | 
         typical = max((b.side for b in good), key=support)
     chosen: dict[str, Blob] = {}  # by the die whose place the blob takes
     colours_found = {b.die for b in good}
+    counts = Counter(b.die for b in blobs)
     # A die's print is the surest sign of it: a dark shadow or rim in the black Up Die's
     # colour may be squarer than the die itself (seen at a slant, joined by its shadow).
     # A top face found too small (its shadow in the die's colour took part of the outline)
@@ -803,7 +804,8 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | 
             continue
         slot = blob.die
         if slot in chosen:
-            if params is None:
+            # Not on a tray patterned in that colour: its squares are not hidden dice.
+            if params is None or counts[blob.die] >= params.pattern_blobs:
                 continue
             distances = colour_distances(blob.lab, model, params)
             unseen = [die for die in model.bodies if die not in chosen and die not in colours_found

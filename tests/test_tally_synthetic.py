@@ -418,6 +418,9 @@ def test_a_die_found_in_a_neighbouring_colour_beside_that_colour_s_die_is_kept_a
     assert len(chosen) == 2
     names = [die for die, _ in assign_identities([colour_distances(b.lab, model, params) for b in chosen], params)]
     assert {b.center[0]: name for b, name in zip(chosen, names)} == {500: "blue", 620: "purple"}
+    # A tray patterned in purple: its squares are not hidden blue dice.
+    plaid = blobs + [_blob("purple", x, purple, print_score=0.3) for x in (150, 900)]
+    assert len(choose_dice(plaid, model, params)) == 1
     # A blob of blue's colour anywhere: a second purple blob is no hidden blue die.
     blobs.append(_blob("blue", 800, blue))
     assert sorted(b.die for b in choose_dice(blobs, model, params)) == ["blue", "purple"]
