@@ -134,13 +134,15 @@ class TallyParams:
     clipped_identity_distance: float = 7.0
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
-    #: First the found square grown by each of place_grow (about its centre and its
-    #: corners), then steps of place_shift of its side or a factor place_scale in size,
-    #: whichever makes the print look most like one of the die's faces, for place_steps.
+    #: First the found square grown by each of place_grow (about its centre, its corners and
+    #: its edges' middles), then steps of place_shift of its side or a factor place_scale in
+    #: size, whichever makes the print look most like one of the die's faces, for place_steps.
     place_grow: tuple[float, ...] = (1.2, 1.4, 1.6)
     place_scale: float = 1.08
     place_shift: float = 0.06
     place_steps: int = 3
+    #: The square was placed to look like some face: that one must win by margins this much
+    #: narrower (max_ratio and close_ratio times placed_ratio).
     placed_ratio: float = 0.8
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
