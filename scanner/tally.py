@@ -1233,7 +1233,9 @@ class TallyReader:
             params = replace(params, max_ratio=params.max_ratio * strictness,
                              close_ratio=params.close_ratio * strictness)
         face, confidence, score = decide_face(scores, params, close.get(die, frozenset()))
-        if face == UNSURE and clipped <= params.max_clipped and not rivals:
+        # A clipped white body is glare over the print itself; a coloured body clips its
+        # brightest channels long before its print fades.
+        if face == UNSURE and not (clipped > params.max_clipped and self._neutral(die)):
             face, confidence = self._pair_decision(inks[int(np.argmax(quick))], die, scores, params)
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):

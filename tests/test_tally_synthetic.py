@@ -457,3 +457,14 @@ def test_a_die_coloured_between_blue_and_purple_is_named_by_a_print_only_one_of_
     distances = sorted(read.distances.values())
     assert distances[1] - distances[0] < reader.params.identity_margin  # the colour alone cannot tell
     assert (read.die, read.face) == expected
+
+
+def test_a_clipped_yellow_die_s_20_is_still_told_from_its_70(model_a):
+    """Overexposed, a yellow body clips in red and green while its white print still stands
+    out: the strokes in which 20 and 70 differ still tell them apart."""
+    from scanner.tally import TallyReader
+
+    image, _ = draw_scene([("yellow", "20", 640, 360, 56, 0.3)], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
+    (read,) = TallyReader(model_a).read_dice(image)
+    assert read.blob.clipped > TallyReader(model_a).params.max_clipped
+    assert (read.die, read.face) == ("yellow", "20")
