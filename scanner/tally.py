@@ -1290,18 +1290,20 @@ class TallyReader:
                 dice.append(DieRead(blob, None, 0.0, {}, None, 0.0, {}))
                 continue
             face, confidence, scores = UNSURE, 0.0, {}
+            # The dice other blobs are, with how well each matches: not this one's to be.
+            taken = {other_die: distances_all[other][other_die] for other, (other_die, _) in enumerate(identities)
+                     if other != index and other_die != UNSURE}
             if die == UNSURE and blob.clipped <= self.params.max_clipped:
-                taken = {other_die: distances_all[other][other_die] for other, (other_die, _) in enumerate(identities)
-                         if other != index and other_die != UNSURE}
                 die, die_confidence, face, face_confidence, scores = self._identify_by_print(
                     image, gains, blob, distances, taken)
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
             elif die != UNSURE:
                 # Clipping shifts a body's hue (orange turns yellow, blue and green pale
                 # towards the white Up Die): a clipped die's print must also tell it from
-                # every die of nearby colour.
+                # every die of nearby colour that no other blob matches better.
                 rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
-                          and d <= self.params.clipped_identity_distance] if blob.clipped > self.params.max_clipped else []
+                          and d <= self.params.clipped_identity_distance and not (other in taken and taken[other] <= d)
+                          ] if blob.clipped > self.params.max_clipped else []
                 face, face_confidence, scores = self._read_face(image, gains, blob.quad, die, blob.clipped, rivals=rivals)
                 if face == UNSURE:
                     placed = self._placed(image, gains, blob.quad, die)

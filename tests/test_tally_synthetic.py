@@ -468,3 +468,19 @@ def test_a_clipped_yellow_die_s_20_is_still_told_from_its_70(model_a):
     (read,) = TallyReader(model_a).read_dice(image)
     assert read.blob.clipped > TallyReader(model_a).params.max_clipped
     assert (read.die, read.face) == ("yellow", "20")
+
+
+def test_a_clipped_die_is_not_doubted_for_a_die_that_lies_elsewhere(model_a):
+    """A clipped yellow 70 might be a clipped orange one (orange shows 70 too), unless the
+    orange die lies elsewhere in the frame, matching its colour better."""
+    from scanner.tally import TallyParams, TallyReader
+
+    reader = TallyReader(model_a, TallyParams(clipped_identity_distance=8.0))  # orange counts as near here
+    yellow, orange = ("yellow", "70", 640, 360, 56, 0.3), ("orange", "star", 760, 360, 56, 0.1)
+    alone, _ = draw_scene([yellow], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
+    (read,) = reader.read_dice(alone)
+    assert read.blob.clipped > reader.params.max_clipped and read.distances["orange"] <= 8.0
+    assert (read.die, read.face) == ("yellow", UNSURE)
+    both, _ = draw_scene([yellow, orange], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
+    read = min(reader.read_dice(both), key=lambda d: math.dist(d.blob.center, (640, 360)))
+    assert (read.die, read.face) == ("yellow", "70")
