@@ -21,10 +21,15 @@ class LabelledDie:
 
     @property
     def size(self) -> float:
-        (x0, y0), (x1, y1), (x2, y2), (x3, y3) = self.corners
-        sides = [((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5, ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5,
-                 ((x3 - x2) ** 2 + (y3 - y2) ** 2) ** 0.5, ((x0 - x3) ** 2 + (y0 - y3) ** 2) ** 0.5]
-        return sum(sides) / 4
+        return mean_side(self.corners)
+
+
+def mean_side(corners: Any) -> float:
+    """The mean side length of a quadrilateral given by its four corners, in order."""
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = corners
+    sides = [((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5, ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5,
+             ((x3 - x2) ** 2 + (y3 - y2) ** 2) ** 0.5, ((x0 - x3) ** 2 + (y0 - y3) ** 2) ** 0.5]
+    return float(sum(sides) / 4)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ import cv2
 import numpy as np
 
 from scanner.frames import UNSURE, DieReading
+from scanner.labels import mean_side
 from scanner.tossup import illuminant, order_clockwise
 from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES
 
@@ -754,11 +755,6 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
     return blobs
 
 
-def _side(quad: np.ndarray) -> float:
-    """The mean side length of a quad."""
-    return float(np.mean(np.linalg.norm(quad - np.roll(quad, 1, axis=0), axis=1)))
-
-
 def _touches_edge(outline: np.ndarray, shape: Sequence[int]) -> bool:
     """Whether an outline (image pixels) reaches the frame's edge."""
     x, y, w, h = cv2.boundingRect(outline)
@@ -1141,7 +1137,7 @@ class TallyReader:
         (the mean templates' best correlation): the best of a coarse set of larger squares,
         then hill-climbing from there in small steps."""
         found = np.float32(quad)
-        found_side = _side(found)
+        found_side = mean_side(found)
         # A square found too small lies inside the top face, often along an edge or in a
         # corner: it is grown about its centre, each corner and each edge's middle. Never
         # smaller than found: part of a print can look like another face (the "00" of a 100
@@ -1157,15 +1153,15 @@ class TallyReader:
         for _ in range(self.params.place_steps):
             centre = best_quad.mean(axis=0)
             across, down = best_quad[1] - best_quad[0], best_quad[3] - best_quad[0]
-            step = self.params.place_shift * _side(best_quad)
+            step = self.params.place_shift * mean_side(best_quad)
             across, down = across / max(np.linalg.norm(across), 1e-6) * step, down / max(np.linalg.norm(down), 1e-6) * step
             grow = self.params.place_scale
             tries = [best_quad + across, best_quad - across, best_quad + down, best_quad - down]
             # Within the sizes the first look tried: a square grown far past the die takes in
             # its neighbours' prints and the tray.
-            if _side(best_quad) * grow <= found_side * max(self.params.place_grow) * 1.01:
+            if mean_side(best_quad) * grow <= found_side * max(self.params.place_grow) * 1.01:
                 tries.append((best_quad - centre) * grow + centre)
-            if _side(best_quad) / grow >= found_side:
+            if mean_side(best_quad) / grow >= found_side:
                 tries.append((best_quad - centre) / grow + centre)
             scores = self._print_scores(image, gains, tries, die)
             index = int(np.argmax(scores))
@@ -1315,7 +1311,7 @@ class TallyReader:
                         face, face_confidence, scores = again
                         centre = placed.mean(axis=0)
                         blob.quad, blob.center = placed, (float(centre[0]), float(centre[1]))
-                        blob.side = _side(placed)
+                        blob.side = mean_side(placed)
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, or on a white or black patch
                 # whose print looks like none of the Up Die's faces, is tray, not a die.

@@ -8,9 +8,8 @@ frame still looks just like the photographed empty tray is the tray's own patter
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import logging
+from typing import Sequence
 
 import cv2
 import numpy as np
@@ -54,7 +53,6 @@ def keep_in_tray(
         low, high = expected * SIZE_TOLERANCE, expected / SIZE_TOLERANCE
         kept = [d for d in kept if d.size == 0 or low <= d.size <= high]
     return kept
-
 
 
 def drop_empty_look(readings: Sequence[DieReading], image: np.ndarray, empty: np.ndarray | None) -> list[DieReading]:
