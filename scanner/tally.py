@@ -448,6 +448,13 @@ class Blob:
     #: How much the top face's print looks like a face of this die (0 when not measured).
     print_score: float = 0.0
 
+    def place(self, quad: np.ndarray, side: float | None = None) -> None:
+        """Make `quad` the top face, its centre the die's (`side`: its new size, if any)."""
+        centre = quad.mean(axis=0)
+        self.quad, self.center = quad, (float(centre[0]), float(centre[1]))
+        if side is not None:
+            self.side = side
+
 
 def lut_index(lab: np.ndarray) -> np.ndarray:
     """Per pixel, its (L, a, b) bin in the flattened lookup tables."""
@@ -753,6 +760,12 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
             if die != UP_DIE:
                 cv2.drawContours(taken[by:by + bh, bx:bx + bw], [contour - np.array([bx, by])], -1, 255, -1)
     return blobs
+
+
+def _held_elsewhere(die: str, distance: float, taken: Mapping[str, float]) -> bool:
+    """Whether another blob is `die`, matching its colour at least as well (`taken`: each die
+    other blobs are, with that blob's distance to it) as one at `distance` would."""
+    return die in taken and taken[die] <= distance
 
 
 def _touches_edge(outline: np.ndarray, shape: Sequence[int]) -> bool:
@@ -1129,8 +1142,7 @@ class TallyReader:
         scores = self._print_scores(image, gains, tries, blob.die)
         best = int(np.argmax(scores))
         if best > 0:
-            centre = tries[best].mean(axis=0)
-            blob.quad, blob.center, blob.side = tries[best], (float(centre[0]), float(centre[1])), side
+            blob.place(tries[best], side)
 
     def _placed(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str) -> np.ndarray:
         """The top face moved and resized to where its print looks most like a face of `die`
@@ -1179,7 +1191,7 @@ class TallyReader:
         best = min(distances.values())
         candidates = [die for die, d in distances.items() if die in self.compiled.templates
                       and d <= min(best + self.params.identity_margin, self.params.identity_max_distance)
-                      and not (die in taken and taken[die] <= d)]
+                      and not _held_elsewhere(die, d, taken)]
         if len(candidates) < 2:
             return UNSURE, 0.0, UNSURE, 0.0, {}
         reads = {die: self._read_face(image, gains, blob.quad, die, blob.clipped) for die in candidates}
@@ -1263,9 +1275,7 @@ class TallyReader:
             if scored[best] >= self.params.min_print_score:
                 blob.print_score = scored[best]
                 if blob.candidates:
-                    quad = blob.candidates[best]
-                    centre = quad.mean(axis=0)
-                    blob.quad, blob.center = quad, (float(centre[0]), float(centre[1]))
+                    blob.place(blob.candidates[best])
                 if blob.colours:
                     blob.lab = blob.colours[best]
                 printed.append(blob)
@@ -1298,7 +1308,7 @@ class TallyReader:
                 # towards the white Up Die): a clipped die's print must also tell it from
                 # every die of nearby colour that no other blob matches better.
                 rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
-                          and d <= self.params.clipped_identity_distance and not (other in taken and taken[other] <= d)
+                          and d <= self.params.clipped_identity_distance and not _held_elsewhere(other, d, taken)
                           ] if blob.clipped > self.params.max_clipped else []
                 face, face_confidence, scores = self._read_face(image, gains, blob.quad, die, blob.clipped, rivals=rivals)
                 if face == UNSURE:
@@ -1309,9 +1319,7 @@ class TallyReader:
                     # tray checks below judge (a patch of tray would look more printed).
                     if again[0] != UNSURE:
                         face, face_confidence, scores = again
-                        centre = placed.mean(axis=0)
-                        blob.quad, blob.center = placed, (float(centre[0]), float(centre[1]))
-                        blob.side = mean_side(placed)
+                        blob.place(placed, mean_side(placed))
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, or on a white or black patch
                 # whose print looks like none of the Up Die's faces, is tray, not a die.
