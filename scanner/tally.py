@@ -720,6 +720,11 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
                 continue
             if area < (min_side**2) * 0.5 or area > (max_side**2) * 2.5:
                 continue
+            # A strip (a rim, the tray's edge in shade) stays far less square than a die at
+            # full resolution too: not worth measuring there.
+            (_, _), (sw, sh), _ = cv2.minAreaRect(contour)
+            if min(sw, sh) < 0.3 * max(sw, sh):
+                continue
             bx, by, bw, bh = cv2.boundingRect(contour)
             pad = 3
             x0, y0 = max(bx * scale - pad, 0), max(by * scale - pad, 0)
@@ -972,7 +977,13 @@ def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool =
         rows = np.stack([i.ravel() for i in inks])
     else:
         rows = shifted(inks[0]) if len(inks) == 1 else np.concatenate([shifted(i) for i in inks])
-    rows = normalised_rows(rows).astype(np.float32, copy=False)
+    rows = rows.astype(np.float32, copy=False)
+    # The templates have zero mean, so a row's own mean drops out of its dot product with
+    # them: only its spread is divided out, from two sums, instead of centring every row.
+    count = rows.shape[1]
+    sums = np.vecdot(rows, np.ones(count, np.float32)) if hasattr(np, "vecdot") else rows.sum(axis=1)
+    squares = np.vecdot(rows, rows) if hasattr(np, "vecdot") else np.einsum("ij,ij->i", rows, rows)
+    norms = np.sqrt(np.maximum(squares - sums * sums / count, 0.0))
     # Not numpy's matmul: OpenBLAS starts threads for it, which on a busy small machine (a Pi
     # reading a camera, a server with other work) costs ten times the product. One dot
     # product per (row, template) pair (np.vecdot: BLAS's dot, which OpenBLAS never threads
@@ -982,6 +993,7 @@ def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool =
         scores = np.vecdot(rows[:, None, :], matrix[None, :, :])
     else:
         scores = np.einsum("ij,kj->ik", rows, matrix)
+    scores /= np.maximum(norms, 1e-6)[:, None]
     return scores.reshape(len(inks), -1, len(matrix)).max(axis=1)
 
 

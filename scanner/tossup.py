@@ -173,7 +173,9 @@ def order_clockwise(points: np.ndarray) -> np.ndarray:
     angles = np.arctan2(points[:, 1] - center[1], points[:, 0] - center[0])
     ordered = points[np.argsort(angles)]
     start = int(np.argmin(ordered[:, 0] + ordered[:, 1]))
-    return np.roll(ordered, -start, axis=0)
+    # Indexing, not np.roll: the same rows, without roll's generic set-up (every die found
+    # in every frame comes through here).
+    return ordered[(np.arange(len(ordered)) + start) % len(ordered)]
 
 
 #: Insets are convex squircles; gaps between dice and shadows are ragged.
