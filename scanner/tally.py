@@ -878,7 +878,11 @@ def shifted(ink: np.ndarray) -> np.ndarray:
         return view.reshape(-1, PATCH_SIDE * PATCH_SIDE)
     padded = np.zeros((PATCH_SIDE + 2 * SHIFT, PATCH_SIDE + 2 * SHIFT), ink.dtype)
     padded[SHIFT:-SHIFT, SHIFT:-SHIFT] = ink
-    return padded.ravel()[_SHIFT_INDEX]
+    # Each shift is a window of the padded mask: a strided view, copied once into rows.
+    row, column = padded.strides
+    count = 2 * SHIFT + 1
+    view = np.lib.stride_tricks.as_strided(padded, (count, count, PATCH_SIDE, PATCH_SIDE), (row, column, row, column))
+    return view.reshape(count * count, PATCH_SIDE * PATCH_SIDE)
 
 
 def normalised_rows(rows: np.ndarray) -> np.ndarray:
@@ -941,33 +945,37 @@ def ink_of(patch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     pixels = patch.reshape(-1, 3)
     body = _median(pixels)
-    difference = pixels - body
-    # Sums of three columns written out: the same additions in the same order as .sum(1),
-    # without a reduction's set-up over so short an axis.
-    squares = difference * difference
-    distance = np.sqrt(squares[:, 0] + squares[:, 1] + squares[:, 2])
+    # OpenCV's per-pixel arithmetic: numpy's broadcasting over three channels steps through
+    # them one pixel at a time.
+    difference = cv2.subtract(patch, (*body.tolist(), 0.0)).reshape(-1, 3)
+    distance = cv2.sqrt(cv2.transform(cv2.multiply(difference, difference).reshape(-1, 1, 3), _ONES)).ravel()
     middle = _PATCH_MIDDLE if patch.shape[0] == PATCH_SIDE else _middle(patch.shape[0])
     central = distance[middle]
     far = np.zeros_like(middle)
     far[middle] = central >= max(_percentile(central, 80) * 0.7, 12.0)
     if np.count_nonzero(far) < 4:
         return np.zeros(patch.shape[:2], np.float32), body, body
-    inked = pixels[far]
-    ink = np.add.reduce(inked, axis=0) / len(inked)  # inked.mean(axis=0), bit for bit
+    ink = np.float32(cv2.mean(patch, far.reshape(patch.shape[:2]).view(np.uint8))[:3])
     return _ink_mask(difference, ink - body).reshape(patch.shape[:2]).astype(np.float32), body, ink
+
+
+#: Sums a pixel's three channels (cv2.transform).
+_ONES = np.ones((1, 3), np.float32)
 
 
 def _ink_mask(difference: np.ndarray, direction: np.ndarray) -> np.ndarray:
     """Each pixel's position (0-1) on the line from body to ink colour, from its difference
     to the body colour (pixels x 3) and the ink's (3)."""
-    along = difference * direction
-    return np.clip((along[:, 0] + along[:, 1] + along[:, 2]) / max(float((direction * direction).sum()), 1e-6), 0, 1)
+    scale = 1.0 / max(float((direction * direction).sum()), 1e-6)
+    along = cv2.transform(difference.reshape(-1, 1, 3), (np.float32(direction) * scale).reshape(1, 3))
+    return np.clip(along.ravel(), 0, 1)
 
 
 def ink_as(patch: np.ndarray, body: np.ndarray, ink: np.ndarray) -> np.ndarray:
     """The ink mask of a face patch with body and ink colours already known (from `ink_of`
     on a patch of the same die): a quick look at many places around it."""
-    return _ink_mask(patch.reshape(-1, 3) - body, ink - body).reshape(patch.shape[:2]).astype(np.float32)
+    difference = cv2.subtract(patch, (*np.asarray(body).tolist(), 0.0))
+    return _ink_mask(difference, ink - body).reshape(patch.shape[:2]).astype(np.float32)
 
 
 def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool = True) -> np.ndarray:
