@@ -142,6 +142,13 @@ class TallyParams:
     place_scale: float = 1.08
     place_shift: float = 0.06
     place_steps: int = 3
+    #: A square found larger than place_shrink_above times the frame's common die size is
+    #: also tried at place_shrink times that size (about the same anchors).
+    place_shrink_above: float = 1.12
+    place_shrink: tuple[float, ...] = (1.0, 1.1)
+    #: Turns (degrees) tried on the best square of the first look: an outline joined by a
+    #: neighbour or a shadow runs at another angle than the top face.
+    place_turns: tuple[float, ...] = (-24.0, -16.0, -8.0, 8.0, 16.0, 24.0)
     #: The square was placed to look like some face: that one must win by margins this much
     #: narrower (max_ratio and close_ratio times placed_ratio).
     placed_ratio: float = 0.8
@@ -767,6 +774,13 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
     return blobs
 
 
+def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
+    """`quad` turned by `angle` (radians) about its centre."""
+    centre = quad.mean(axis=0)
+    turn = np.float32([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
+    return ((quad - centre) @ turn.T + centre).astype(np.float32)
+
+
 def _held_elsewhere(die: str, distance: float, taken: Mapping[str, float]) -> bool:
     """Whether another blob is `die`, matching its colour at least as well (`taken`: each die
     other blobs are, with that blob's distance to it) as one at `distance` would."""
@@ -1164,24 +1178,41 @@ class TallyReader:
         if best > 0:
             blob.place(tries[best], side)
 
-    def _placed(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str) -> np.ndarray:
-        """The top face moved and resized to where its print looks most like a face of `die`
-        (the mean templates' best correlation): the best of a coarse set of larger squares,
-        then hill-climbing from there in small steps."""
+    def _placed(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
+                typical: float | None = None) -> np.ndarray:
+        """The top face moved, resized and turned to where its print looks most like a face
+        of `die` (the mean templates' best correlation): the best of a coarse set of larger
+        squares (and of `typical` size, the frame's common die size, when the found one is
+        larger), a few turns of it, then hill-climbing from there in small steps."""
         found = np.float32(quad)
         found_side = mean_side(found)
         # A square found too small lies inside the top face, often along an edge or in a
         # corner: it is grown about its centre, each corner and each edge's middle. Never
-        # smaller than found: part of a print can look like another face (the "00" of a 100
-        # like a 50), and a found square is rarely too large. A quick first look: the found
+        # smaller than found, unless larger than the frame's other dice: part of a print can
+        # look like another face (the "00" of a 100 like a 50). A quick first look: the found
         # square's body and ink colours for all (measuring them for each would cost more
         # than the correlations), centred only (the squares lie a few pixels apart).
         anchors = (found.mean(axis=0), *found, *((found + np.roll(found, 1, axis=0)) / 2))
-        tries = [found] + [(found - anchor) * grow + anchor for grow in self.params.place_grow for anchor in anchors]
+        grows = list(self.params.place_grow)
+        smallest = found_side
+        if typical and found_side > typical * self.params.place_shrink_above:
+            # Larger than the frame's other dice: a neighbour or a shadow joined the outline.
+            grows += [typical / found_side * f for f in self.params.place_shrink]
+            smallest = typical * min(self.params.place_shrink)
+        tries = [found] + [(found - anchor) * grow + anchor for grow in grows for anchor in anchors]
         _, body, ink = ink_of(face_patch(image, found, gains))
         inks = [ink_as(face_patch(image, q, gains), body, ink) for q in tries]
         best_quad = tries[int(np.argmax(print_scores(inks, die, self.compiled, shifts=False)))].astype(np.float32)
         best = self._print_scores(image, gains, [best_quad], die)[0]
+        # The outline's edges may run off the top face's (a neighbour or a shadow joined the
+        # outline): the print decides the turn too, which the templates' right-angle turns
+        # do not cover.
+        if self.params.place_turns:
+            tries = [_turned(best_quad, math.radians(turn)) for turn in self.params.place_turns]
+            scores = self._print_scores(image, gains, tries, die)
+            index = int(np.argmax(scores))
+            if scores[index] > best:
+                best, best_quad = scores[index], tries[index]
         for _ in range(self.params.place_steps):
             centre = best_quad.mean(axis=0)
             across, down = best_quad[1] - best_quad[0], best_quad[3] - best_quad[0]
@@ -1193,7 +1224,7 @@ class TallyReader:
             # its neighbours' prints and the tray.
             if mean_side(best_quad) * grow <= found_side * max(self.params.place_grow) * 1.01:
                 tries.append((best_quad - centre) * grow + centre)
-            if mean_side(best_quad) / grow >= found_side:
+            if mean_side(best_quad) / grow >= smallest:
                 tries.append((best_quad - centre) / grow + centre)
             scores = self._print_scores(image, gains, tries, die)
             index = int(np.argmax(scores))
@@ -1301,6 +1332,7 @@ class TallyReader:
                 printed.append(blob)
         dice = []
         chosen = choose_dice(printed, self.model, self.params)
+        typical: float | None = None  # the frame's common die size, when enough dice agree on it
         if len(chosen) >= 3:
             # Every die in a set is the same size: a top face found much smaller than the
             # others is a part of it (print cut the body apart, a shadow took a corner). The
@@ -1332,7 +1364,7 @@ class TallyReader:
                           ] if blob.clipped > self.params.max_clipped else []
                 face, face_confidence, scores = self._read_face(image, gains, blob.quad, die, blob.clipped, rivals=rivals)
                 if face == UNSURE:
-                    placed = self._placed(image, gains, blob.quad, die)
+                    placed = self._placed(image, gains, blob.quad, die, typical)
                     # The square was placed to look like some face: that one must win by more.
                     again = self._read_face(image, gains, placed, die, blob.clipped, self.params.placed_ratio, rivals)
                     # Only a face read for sure moves the die: an unsure one keeps what the

@@ -397,6 +397,33 @@ def test_a_face_found_too_small_and_off_centre_is_placed_on_the_print_and_read(d
     assert reader._read_face(image, gains, placed, die, 0.0)[0] == face
 
 
+@pytest.mark.parametrize("die, face", [("red", "(50)"), ("purple", "20"), ("yellow", "70"), ("blue", "(10)")])
+@pytest.mark.parametrize("grow, turn", [(1.3, 20.0), (1.25, -14.0)])
+def test_a_face_found_too_large_and_turned_is_placed_on_the_print_and_read(die, face, grow, turn, model_a):
+    """A neighbour or a shadow joined to the outline makes the found top face too large and
+    turned off the top face's edges. Given the frame's common die size, the reader also tries
+    squares of that size, and turns, and reads the face where the print looks like one."""
+    from scanner.tally import TallyReader, balance_gains
+
+    image, (label,) = draw_scene([(die, face, 640, 360, 56, 0.3)], LOOK_A)
+    truth = np.float32(label.corners)
+    centre = truth.mean(axis=0)
+    angle = math.radians(turn)
+    rotation = np.float32([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
+    found = ((truth - centre) @ rotation.T * grow + centre + np.float32([3, -2])).astype(np.float32)
+    reader = TallyReader(model_a)
+    gains = balance_gains(image)
+    assert reader._read_face(image, gains, found, die, 0.0)[0] != face
+    placed = reader._placed(image, gains, found, die, typical=56.0)
+    side = float(np.mean(np.linalg.norm(placed - np.roll(placed, 1, axis=0), axis=1)))
+    assert abs(side / 56 - 1) < 0.15
+    assert math.dist(placed.mean(axis=0), centre) < 0.15 * 56
+    assert reader._read_face(image, gains, placed, die, 0.0, reader.params.placed_ratio)[0] == face
+    # Without the common size it never shrinks: part of a print can look like another face.
+    unsized = reader._placed(image, gains, found, die)
+    assert float(np.mean(np.linalg.norm(unsized - np.roll(unsized, 1, axis=0), axis=1))) >= 0.99 * 56 * grow
+
+
 def _blob(die: str, x: float, lab, side: float = 44.0, print_score: float = 0.8):
     from scanner.tally import Blob
 
