@@ -48,7 +48,7 @@ import numpy as np
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
 from scanner.tossup import illuminant, order_clockwise
-from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES
+from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,9 @@ class TallyParams:
     pair_similarity: float = 0.7
     pair_difference: float = 0.35
     pair_vote: float = 0.7
+    #: A circled face is read only when its ring shows at least this much ink in every
+    #: eighth of it (see ring_seen): the circle triggers the Up Die.
+    min_ring: float = 0.15
     #: A die named by its print, its colour between two dice's (see _identify_by_print).
     print_identity_confidence: float = 0.6
     #: Candidate blobs measured per colour (the largest first).
@@ -117,6 +120,9 @@ class TallyParams:
     #: its print must still correlate this much with one of its faces (any template).
     neutral_chroma: float = 20.0
     neutral_min_score: float = 0.5
+    #: Any die whose face is not read: its print must look this much like one of its faces
+    #: (the mean templates' best correlation on its top face), or it is tray.
+    unread_min_print: float = 0.35
     #: A set has one die of each colour: this many die-like blobs of one colour are a tray
     #: patterned in it (plaid), and one of them whose face is not read is taken for tray.
     #: Shadows and rims give a few white or black blobs on any tray: more for those.
@@ -339,6 +345,8 @@ class _Compiled:
     #: Per die and (face, other face) of similar prints: both mean templates, the other's
     #: turned and shifted onto the face's (see pair_similarity).
     pairs: dict[str, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    #: Per die, the mean template of each circled face (see ring_seen).
+    circled: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
@@ -367,10 +375,7 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
     faint: dict[str, set[frozenset[str]]] = {}
     pairs: dict[str, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]] = {}
     for die in templates:
-        first: dict[str, FaceTemplate] = {}  # the mean template of each face comes first
-        for t in model.templates:
-            if t.die == die and t.face in DIE_FACES[die]:
-                first.setdefault(t.face, t)
+        first = _first_templates(model, die)
         rows = [(t.face, _normalised(np.pad(np.rot90(t.array(), k), SHIFT))) for t in first.values() for k in range(4)]
         means[die] = ([f for f, _ in rows], np.ascontiguousarray(np.stack([r for _, r in rows]), np.float32))
         # Mean template against mean template, at every turn and shift.
@@ -381,7 +386,18 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
         faint[die] = {frozenset(pair) for pair, score in similar.items() if score >= params.faint_close_faces}
         pairs[die] = {(face, other): (first[face].array(), _aligned(first[other].array(), first[face].array()))
                       for (face, other), score in similar.items() if score >= params.pair_similarity}
-    return _Compiled(dice, lut, templates, tight, means, close, faint, pairs)
+    circled = {die: {face: first[face].array() for face in first if is_circled(face)}
+               for die in templates if (first := _first_templates(model, die))}
+    return _Compiled(dice, lut, templates, tight, means, close, faint, pairs, circled)
+
+
+def _first_templates(model: TallyModel, die: str) -> dict[str, FaceTemplate]:
+    """The mean (first) template of each face of `die` that the model has."""
+    first: dict[str, FaceTemplate] = {}
+    for t in model.templates:
+        if t.die == die and t.face in DIE_FACES[die]:
+            first.setdefault(t.face, t)
+    return first
 
 
 def _best_pose(ink: np.ndarray, template: np.ndarray) -> tuple[int, int, int]:
@@ -427,6 +443,31 @@ def pair_vote(ink: np.ndarray, face: np.ndarray, other: np.ndarray, difference: 
     if np.count_nonzero(only_other) >= 2:
         votes.append(1.0 - (float(seen[only_other].mean()) - blank) / span)
     return float(np.mean(votes)) if votes else None
+
+
+def ring_seen(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> float:
+    """How much of a circled face's ring a PATCH_SIDE ink mask shows all the way round: the
+    least mean ink over the ring's `sectors` (0-1), with the circled mean template laid where
+    it fits the print best. A die's rounded edge in shade, or its side face, seen through a
+    misplaced square looks like part of a ring, never like all of it."""
+    wider = np.pad(ink, SHIFT)
+    turn, row, column = _best_pose(wider, template)
+    seen = wider[row:row + TEMPLATE_SIDE, column:column + TEMPLATE_SIDE]
+    ys, xs = np.nonzero(np.rot90(template, turn) > 0.5)
+    if len(ys) == 0:
+        return 1.0
+    centre = (TEMPLATE_SIDE - 1) / 2
+    radius = np.hypot(ys - centre, xs - centre)
+    # The ring is the print's outermost ink.
+    ring = radius > RING_RADIUS * float(np.percentile(radius, 98))
+    angle = (np.arctan2(ys[ring] - centre, xs[ring] - centre) + math.pi) / (2 * math.pi)
+    sector = np.minimum((angle * sectors).astype(int), sectors - 1)
+    values = seen[ys[ring], xs[ring]]
+    return min((float(values[sector == k].mean()) for k in range(sectors) if np.any(sector == k)), default=1.0)
+
+
+#: A circled print's ring: its ink beyond this share of the print's outer radius.
+RING_RADIUS = 0.78
 
 
 def _normalised(ink: np.ndarray) -> np.ndarray:
@@ -580,6 +621,13 @@ def _edge_angle(points: np.ndarray) -> float:
     return mode
 
 
+#: How far (share of the outline's size) an outline point may lie inside the side of its box
+#: and still touch it. Perspective and a rounded edge in shade tilt a side of the outline by a
+#: few degrees against the box: with a narrow band only one end of that side touches, and the
+#: gap to the other corner passes for a side face (on a 30 px die, a leg of half its side).
+OUTLINE_CONTACT = 0.12
+
+
 def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     """Squares that can be a die's top face, given the die's convex outline (N x 2 pixels).
 
@@ -601,7 +649,7 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     if min(e1, e2) <= 2:
         return []
     # Where the outline touches each side of its box: the gap to each corner is a leg.
-    tolerance = max(1.0, 0.04 * max(e1, e2))
+    tolerance = max(1.0, OUTLINE_CONTACT * max(e1, e2))
 
     def contact(along: np.ndarray, across: np.ndarray, level: float, low: float, high: float) -> tuple[float, float]:
         on = np.abs(across - level) <= tolerance
@@ -1296,6 +1344,9 @@ class TallyReader:
         # brightest channels long before its print fades.
         if face == UNSURE and not (clipped > params.max_clipped and self._neutral(die)):
             face, confidence = self._pair_decision(inks[int(np.argmax(quick))], die, scores, params)
+        if face != UNSURE and face in self.compiled.circled.get(die, {}):
+            if ring_seen(inks[int(np.argmax(quick))], self.compiled.circled[die][face]) < params.min_ring:
+                return UNSURE, 0.0, scores
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):
                 return UNSURE, 0.0, scores  # the print cannot tell which of them it is
@@ -1373,9 +1424,11 @@ class TallyReader:
                         face, face_confidence, scores = again
                         blob.place(placed, mean_side(placed))
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
-                # An unread face on a patch of patterned tray, or on a white or black patch
-                # whose print looks like none of the Up Die's faces, is tray, not a die.
-                if face == UNSURE and (blob.die in patterned or self._neutral(die)
+                # An unread face on a patch of patterned tray, on a white or black patch
+                # whose print looks like none of the Up Die's faces, or with hardly any print
+                # like a face of its die (a square of a plaid rim), is tray, not a die.
+                if face == UNSURE and (blob.die in patterned or blob.print_score < self.params.unread_min_print
+                                       or self._neutral(die)
                                        and max(scores.values(), default=0.0) < self.params.neutral_min_score):
                     log.debug("%s blob at %s taken for tray (patterned: %s)", blob.die, blob.center, blob.die in patterned)
                     continue

@@ -3,10 +3,10 @@
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
 the built-in look rebuilt from the whole dev split and the teach set (70 photos, 308 dice:
-recall 82.1 %, precision 97.3 %, identity 95.1 %, faces 85.7 %, wrong and confident 0.82 %:
-two dice, both among those that the reader found only once it chose the dice's size by how
-die-like each colour's blobs are, a purple 20 read as a star and an orange (70), half clipped
-and so yellowish, read as yellow (40)); the targets are identity >= 99.8 %, face >= 99.5 %.
+recall 82.8 %, precision 96.6 %, identity 95.1 %, faces 87.9 %, wrong and confident 0.81 %:
+two dice, an orange star in a wall's shadow read as a yellow star and an orange (70), half
+clipped and so yellowish, read as yellow (40)); the targets are identity >= 99.8 %, face
+>= 99.5 %.
 They guard against getting worse, above all against confident wrong readings.
 """
 
@@ -46,7 +46,7 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     assert summary["detection_recall"] >= 0.81, card.failures
     assert summary["identity_accuracy"] >= 0.94, card.failures
     assert summary["wrong_confident_rate"] <= 0.009, card.failures
-    assert summary["face_accuracy"] >= 0.84, card.confusion_table()
+    assert summary["face_accuracy"] >= 0.86, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -81,12 +81,12 @@ def test_twenty_photos_teach_a_differently_looking_set():
         built_in_card.add(label.image.name, label.dice, built_in.read(image))
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
-    # Measured (18 photos, 93 dice): taught recall 80 %, precision 96 %, identity 97 %, faces
-    # 76 %, no confident mistake (the built-in look finds 82 %, names 92 % right, reads 60 % of
+    # Measured (18 photos, 93 dice): taught recall 81 %, precision 96 %, identity 99 %, faces
+    # 88 %, no confident mistake (the built-in look finds 84 %, names 93 % right, reads 67 % of
     # the faces). Most misses: the black Up Die against a black rim or dark felt, and on the
     # white board under a warm lamp, the dice far darker and paler than any teaching table
     # showed them. The targets (issue 5) are far above these bars.
-    assert summary["identity_accuracy"] >= 0.96 and summary["identity_accuracy"] > before["identity_accuracy"]
+    assert summary["identity_accuracy"] >= 0.97 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.74, taught_card.confusion_table()
-    assert summary["detection_precision"] >= 0.95 and summary["detection_recall"] >= 0.78, taught_card.failures
+    assert summary["face_accuracy"] >= 0.85, taught_card.confusion_table()
+    assert summary["detection_precision"] >= 0.95 and summary["detection_recall"] >= 0.79, taught_card.failures

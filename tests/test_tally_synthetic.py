@@ -349,6 +349,53 @@ def test_top_face_candidates_recover_the_top_square_from_a_die_outline(angle, of
         assert len(candidates) == 1
 
 
+def test_a_small_die_s_outline_with_a_tilted_side_is_no_side_face():
+    """The outline of a 31 px Up Die in a 640 px video frame: a rounded corner in shade cuts
+    it, and perspective tilts its top side by 4 degrees against the bottom one. Only one end
+    of that side touches the box; the gap to the other corner is no side face, and the top
+    face is the whole square, not half of it."""
+    from scanner.tally import top_face_candidates
+
+    outline = np.float32([[34, 32], [33, 33], [5, 33], [4, 32], [3, 9], [3, 7], [4, 5], [7, 4], [33, 2], [34, 3]])
+    candidates = top_face_candidates(outline)
+    sides = [float(np.linalg.norm(q[1] - q[0])) for q in candidates]
+    assert sides[0] > 27.0
+    assert float(np.abs(candidates[0].mean(axis=0) - np.float32([18.5, 17.5])).max()) < 3.0
+
+
+@pytest.mark.parametrize("die, face", [("orange", "(70)"), ("purple", "(20)"), ("blue", "(10)")])
+def test_a_circled_face_is_read_only_with_its_ring_seen_all_the_way_round(die, face, model_a):
+    """The circle triggers the Up Die. A die's rounded edge in shade, seen through a square
+    placed off the top face, looks like part of a ring: a circled face is read only when its
+    ring shows all round, and one with an arc of its ring gone is "unsure", never circled."""
+    from scanner.tally import PATCH_SIDE, TallyReader, balance_gains, face_patch, ink_of, match_face, ring_seen
+
+    reader = TallyReader(model_a)
+    image, (label,) = draw_scene([(die, face, 640, 360, 56, 0.3)], LOOK_A)
+    ink = ink_of(face_patch(image, np.float32(label.corners), balance_gains(image)))[0]
+    template = reader.compiled.circled[die][face]
+    assert ring_seen(ink, template) > 0.5
+    assert match_face(ink, die, reader.compiled, reader.params)[0] == face
+    # An arc of the ring gone (hidden in shade): no complete circle, whatever else matches.
+    grid = np.indices(ink.shape).astype(np.float32) - (PATCH_SIDE - 1) / 2
+    arc = (np.hypot(grid[0], grid[1]) > 0.3 * PATCH_SIDE) & (np.abs(np.arctan2(grid[0], grid[1]) - 0.4) < 0.5)
+    cut = np.where(arc, 0.0, ink).astype(np.float32)
+    assert ring_seen(cut, template) < reader.params.min_ring
+    assert match_face(cut, die, reader.compiled, reader.params)[0] == face  # the templates alone would say so
+    # The reader itself: the same arc painted over with the body's colour in the photo.
+    gains = balance_gains(image)
+    corners = np.float32(label.corners)
+    assert reader._read_face(image, gains, corners, die, 0.0)[0] == face
+    centre = corners.mean(axis=0)
+    body = image[int(round(corners[0][1] * 0.85 + centre[1] * 0.15)), int(round(corners[0][0] * 0.85 + centre[0] * 0.15))]
+    painted = image.copy()
+    ring = np.zeros(image.shape[:2], np.uint8)
+    cv2.ellipse(ring, (int(centre[0]), int(centre[1])), (26, 26), 0, -10, 60, 255, -1)
+    cv2.circle(ring, (int(centre[0]), int(centre[1])), 15, 0, -1)
+    painted[ring > 0] = body
+    assert reader._read_face(painted, gains, corners, die, 0.0)[0] == UNSURE
+
+
 def test_identities_give_each_colour_to_one_die_at_most():
     from scanner.tally import TallyParams, assign_identities
 
