@@ -138,6 +138,11 @@ class SettleWatcher:
         return self._read(frame, merge_readings(pending, self.config.same_place))
 
     def _read(self, frame: Frame, dice: tuple[DieReading, ...]) -> list[Roll | TrayChanged]:
+        if dice and all(d.die == UNSURE and d.face == UNSURE for d in dice):
+            # Nothing about them is known: a square of a patterned rim that looks like a die
+            # (any real roll has a die whose colour or print is read), not a roll to score.
+            log.debug("frame %s: only %d unknown die-like patch(es): taken for an empty tray", frame.index, len(dice))
+            dice = ()
         last, self._last = self._last, dice
         if not dice:
             log.debug("frame %s: tray settled empty", frame.index)

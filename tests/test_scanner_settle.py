@@ -127,6 +127,30 @@ def test_a_tally_bonus_roll_beside_resting_dice_is_a_roll():
     assert len(events[1].dice) == 4
 
 
+def test_a_settled_tray_of_only_unknown_patches_is_no_roll():
+    """A square of a patterned rim can look die-like to the Tally reader, with neither colour
+    nor print of any die: a tray holding only such patches is empty, while a roll with one
+    known die among unknown ones is a roll."""
+    def unknown_except_left(image: np.ndarray) -> list[DieReading]:
+        return [replace(d, die="purple" if d.center[0] < 80 else UNSURE, face="20" if d.center[0] < 80 else UNSURE)
+                for d in find_white_squares(image)]
+
+    def watch(stream: Stream) -> list:
+        watcher = SettleWatcher(unknown_except_left, fps=FPS)
+        return [e for index, image in enumerate(stream.frames)
+                for e in watcher.feed(Frame(image=image, index=index, t=index / FPS))]
+
+    patches = Stream()
+    patches.throw([(0, 0)] * 2, [(250, 120), (180, 240)])
+    patches.hold([(250, 120), (180, 240)], 1.0)
+    assert watch(patches) == []
+    roll = Stream()
+    roll.throw([(0, 0)] * 3, [(40, 60), (250, 120), (180, 240)])
+    roll.hold([(40, 60), (250, 120), (180, 240)], 1.0)
+    events = watch(roll)
+    assert [type(e) for e in events] == [Roll] and len(events[0].dice) == 3
+
+
 def _die(x: float, face: str, die: str = "purple", cocked: bool = False, confidence: float = 0.8) -> DieReading:
     return DieReading(center=(x, 100.0), corners=((x - 15, 85), (x + 15, 85), (x + 15, 115), (x - 15, 115)),
                       die=die, face=face, confidence=confidence, cocked=cocked, size=30.0)
