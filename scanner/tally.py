@@ -781,6 +781,10 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
             if min(sw, sh) < 0.3 * max(sw, sh):
                 continue
             bx, by, bw, bh = cv2.boundingRect(contour)
+            # Cut by the frame's edge at half resolution: the table or the tray's outside (see
+            # _touches_edge below), not worth measuring at full resolution.
+            if bx <= 0 or by <= 0 or bx + bw >= labels.shape[1] or by + bh >= labels.shape[0]:
+                continue
             pad = 3
             x0, y0 = max(bx * scale - pad, 0), max(by * scale - pad, 0)
             x1, y1 = min((bx + bw) * scale + pad, image.shape[1]), min((by + bh) * scale + pad, image.shape[0])
