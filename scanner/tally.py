@@ -104,6 +104,8 @@ class TallyParams:
     pair_similarity: float = 0.7
     pair_difference: float = 0.35
     pair_vote: float = 0.7
+    #: On a clipped coloured die: the vote that, with an unclipped die's margin, reads a face.
+    clipped_pair_vote: float = 0.6
     #: A circled face is read only when its ring shows at least this much ink in every
     #: eighth of it (see ring_seen): the circle triggers the Up Die.
     min_ring: float = 0.15
@@ -1325,6 +1327,23 @@ class TallyReader:
         # As sure as the vote is clear, never more than a margin well won.
         return (face if vote >= params.pair_vote else other), round(0.5 + 0.4 * min(1.0, abs(vote - 0.5) * 2), 4)
 
+    def _clipped_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
+                          params: TallyParams) -> tuple[str, float]:
+        """(face, confidence) of a clipped coloured die's print when its best face wins by the
+        margins of an unclipped one and the strokes only it has (against the runner-up, a
+        similar print) are seen; else unsure."""
+        face, confidence, _ = decide_face(scores, params, self.compiled.close.get(die, frozenset()))
+        if face == UNSURE:
+            return UNSURE, 0.0
+        other = max((f for f in scores if f != face), key=scores.__getitem__, default=None)
+        pair = self.compiled.pairs.get(die, {}).get((face, other)) if other else None
+        if pair is None:
+            return UNSURE, 0.0
+        vote = pair_vote(ink, *pair, params.pair_difference)
+        if vote is None or vote < params.clipped_pair_vote:
+            return UNSURE, 0.0
+        return face, round(min(confidence, 0.6), 4)
+
     def _read_face(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
                    clipped: float, strictness: float = 1.0, rivals: Collection[str] = ()) -> tuple[str, float, dict[str, float]]:
         """(face, face confidence, scores per face) of the print inside `quad`; `strictness`
@@ -1337,6 +1356,8 @@ class TallyReader:
         quick = print_scores(inks, die, self.compiled)
         scores = face_scores(inks[int(np.argmax(quick))], die, self.compiled)
         params, close = self.params, self.compiled.close
+        unclipped = params if strictness == 1.0 else replace(
+            params, max_ratio=params.max_ratio * strictness, close_ratio=params.close_ratio * strictness)
         if clipped > params.max_clipped:
             strictness *= params.clipped_ratio
             close = self.compiled.faint
@@ -1348,6 +1369,10 @@ class TallyReader:
         # brightest channels long before its print fades.
         if face == UNSURE and not (clipped > params.max_clipped and self._neutral(die)):
             face, confidence = self._pair_decision(inks[int(np.argmax(quick))], die, scores, params)
+        if face == UNSURE and clipped > params.max_clipped and not self._neutral(die):
+            # Two weaker signs that agree: the margin that would do on an unclipped die, and
+            # the strokes that tell the two best faces apart.
+            face, confidence = self._clipped_decision(inks[int(np.argmax(quick))], die, scores, unclipped)
         if face != UNSURE and face in self.compiled.circled.get(die, {}):
             if ring_seen(inks[int(np.argmax(quick))], self.compiled.circled[die][face]) < params.min_ring:
                 return UNSURE, 0.0, scores

@@ -544,6 +544,30 @@ def test_a_clipped_yellow_die_s_20_is_still_told_from_its_70(model_a):
     assert (read.die, read.face) == ("yellow", "20")
 
 
+def test_a_clipped_die_s_face_is_read_when_an_unclipped_margin_and_its_strokes_agree(model_a):
+    """On a clipped die neither sign alone reads a 20 against a 70 (the margin must be wider,
+    the strokes that differ are fainter): the margin an unclipped die would need and a vote
+    for the 20's own strokes, together, do. Either one failing leaves it unsure."""
+    from scanner.tally import SHIFT, TallyReader
+
+    reader = TallyReader(model_a)
+    face, other = reader.compiled.pairs["yellow"][("20", "70")]
+    only_face = (face - other) > reader.params.pair_difference
+    only_other = (other - face) > reader.params.pair_difference
+
+    def print_of(own: float, ghost: float) -> np.ndarray:
+        """The 20 with its own strokes at `own` of their ink and the 70's at `ghost`."""
+        return np.pad(np.where(only_face, own * face, np.where(only_other, ghost * other, face)), SHIFT).astype(np.float32)
+
+    ink = print_of(0.6, 0.3)
+    wide = {"20": 0.96, "70": 0.889, "star": 0.59, "(40)": 0.6}
+    narrow = {"20": 0.93, "70": 0.91, "star": 0.59, "(40)": 0.6}
+    assert reader._clipped_decision(ink, "yellow", wide, reader.params)[0] == "20"
+    assert reader._clipped_decision(ink, "yellow", wide, reader.params)[1] <= 0.6
+    assert reader._clipped_decision(ink, "yellow", narrow, reader.params)[0] == UNSURE
+    assert reader._clipped_decision(print_of(0.3, 0.5), "yellow", wide, reader.params)[0] == UNSURE
+
+
 def test_a_clipped_die_is_not_doubted_for_a_die_that_lies_elsewhere(model_a):
     """A clipped yellow 70 might be a clipped orange one (orange shows 70 too), unless the
     orange die lies elsewhere in the frame, matching its colour better."""
