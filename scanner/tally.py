@@ -376,8 +376,10 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
     close: dict[str, set[frozenset[str]]] = {}
     faint: dict[str, set[frozenset[str]]] = {}
     pairs: dict[str, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]] = {}
+    circled: dict[str, dict[str, np.ndarray]] = {}
     for die in templates:
         first = _first_templates(model, die)
+        circled[die] = {face: template.array() for face, template in first.items() if is_circled(face)}
         rows = [(t.face, _normalised(np.pad(np.rot90(t.array(), k), SHIFT))) for t in first.values() for k in range(4)]
         means[die] = ([f for f, _ in rows], np.ascontiguousarray(np.stack([r for _, r in rows]), np.float32))
         # Mean template against mean template, at every turn and shift.
@@ -388,8 +390,6 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
         faint[die] = {frozenset(pair) for pair, score in similar.items() if score >= params.faint_close_faces}
         pairs[die] = {(face, other): (first[face].array(), _aligned(first[other].array(), first[face].array()))
                       for (face, other), score in similar.items() if score >= params.pair_similarity}
-    circled = {die: {face: first[face].array() for face in first if is_circled(face)}
-               for die in templates if (first := _first_templates(model, die))}
     return _Compiled(dice, lut, templates, tight, means, close, faint, pairs, circled)
 
 
@@ -447,6 +447,10 @@ def pair_vote(ink: np.ndarray, face: np.ndarray, other: np.ndarray, difference: 
     return float(np.mean(votes)) if votes else None
 
 
+#: A circled print's ring: its ink beyond this share of the print's outer radius.
+RING_RADIUS = 0.78
+
+
 def ring_seen(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> float:
     """How much of a circled face's ring a PATCH_SIDE ink mask shows all the way round: the
     least mean ink over the ring's `sectors` (0-1), with the circled mean template laid where
@@ -466,10 +470,6 @@ def ring_seen(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> float:
     sector = np.minimum((angle * sectors).astype(int), sectors - 1)
     values = seen[ys[ring], xs[ring]]
     return min((float(values[sector == k].mean()) for k in range(sectors) if np.any(sector == k)), default=1.0)
-
-
-#: A circled print's ring: its ink beyond this share of the print's outer radius.
-RING_RADIUS = 0.78
 
 
 def _normalised(ink: np.ndarray) -> np.ndarray:
@@ -925,17 +925,6 @@ def windows(ink: np.ndarray) -> np.ndarray:
     return view.reshape(-1, TEMPLATE_SIDE * TEMPLATE_SIDE)
 
 
-def _shift_index() -> np.ndarray:
-    """Indices into a flattened, SHIFT-padded PATCH_SIDE mask that give `shifted`'s rows."""
-    side = PATCH_SIDE + 2 * SHIFT
-    flat = np.arange(side * side).reshape(side, side)
-    index = np.lib.stride_tricks.sliding_window_view(flat, (PATCH_SIDE, PATCH_SIDE)).reshape(-1, PATCH_SIDE**2)
-    index.setflags(write=False)
-    return index
-
-
-#: `shifted` gathers its rows with this (made once: the view and reshape cost more than the copy).
-_SHIFT_INDEX = _shift_index()
 
 
 def shifted(ink: np.ndarray) -> np.ndarray:
@@ -1354,7 +1343,8 @@ class TallyReader:
         inks = [ink_of(face_patch(image, quad, gains, scale))[0] for scale in self.params.scales]
         # The scale is chosen with the mean templates; every template decides there.
         quick = print_scores(inks, die, self.compiled)
-        scores = face_scores(inks[int(np.argmax(quick))], die, self.compiled)
+        ink = inks[int(np.argmax(quick))]
+        scores = face_scores(ink, die, self.compiled)
         params, close = self.params, self.compiled.close
         unclipped = params if strictness == 1.0 else replace(
             params, max_ratio=params.max_ratio * strictness, close_ratio=params.close_ratio * strictness)
@@ -1368,18 +1358,17 @@ class TallyReader:
         # A clipped white body is glare over the print itself; a coloured body clips its
         # brightest channels long before its print fades.
         if face == UNSURE and not (clipped > params.max_clipped and self._neutral(die)):
-            face, confidence = self._pair_decision(inks[int(np.argmax(quick))], die, scores, params)
+            face, confidence = self._pair_decision(ink, die, scores, params)
         if face == UNSURE and clipped > params.max_clipped and not self._neutral(die):
             # Two weaker signs that agree: the margin that would do on an unclipped die, and
             # the strokes that tell the two best faces apart.
-            face, confidence = self._clipped_decision(inks[int(np.argmax(quick))], die, scores, unclipped)
+            face, confidence = self._clipped_decision(ink, die, scores, unclipped)
         if face != UNSURE and face in self.compiled.circled.get(die, {}):
-            if ring_seen(inks[int(np.argmax(quick))], self.compiled.circled[die][face]) < params.min_ring:
+            if ring_seen(ink, self.compiled.circled[die][face]) < params.min_ring:
                 return UNSURE, 0.0, scores
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):
                 return UNSURE, 0.0, scores  # the print cannot tell which of them it is
-            ink = inks[int(np.argmax(quick))]
             rival = max(max(face_scores(ink, other, self.compiled).values(), default=-1.0) for other in rivals)
             if (1.0 - score) / max(1.0 - rival, 1e-6) > params.max_ratio:
                 return UNSURE, 0.0, scores
