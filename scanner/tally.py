@@ -881,7 +881,10 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | 
     # colour may be squarer than the die itself (seen at a slant, joined by its shadow).
     # A top face found too small (its shadow in the die's colour took part of the outline)
     # is grown to the common size later (TallyReader._regrow), so it may be quite small here.
-    for blob in sorted(good, key=lambda b: -(b.fill * b.aspect) - b.print_score + abs(b.side / typical - 1)):
+    def rank(b: Blob) -> float:  # lower first
+        return -(b.fill * b.aspect) - b.print_score + abs(b.side / typical - 1)
+
+    for blob in sorted(good, key=rank):
         if not 0.55 * typical <= blob.side <= 1.6 * typical:
             continue
         if any(math.dist(blob.center, other.center) < 0.6 * typical for other in chosen.values()):
@@ -894,9 +897,19 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | 
             distances = colour_distances(blob.lab, model, params)
             unseen = [die for die in model.bodies if die not in chosen and die not in colours_found
                       and distances[die] <= params.identity_max_distance]
-            if not unseen:
-                continue
-            slot = min(unseen, key=distances.__getitem__)
+            if unseen:
+                slot = min(unseen, key=distances.__getitem__)
+            else:
+                # Or the die holding the colour was also found in a colour not taken yet (the
+                # blue die found blue and purple, chosen as purple before the purple die came):
+                # it takes that colour, and this blob the one it held.
+                holder = chosen[slot]
+                other = [b for b in good if b.die not in chosen and 0.55 * typical <= b.side <= 1.6 * typical
+                         and math.dist(b.center, holder.center) < 0.6 * typical]
+                if not other:
+                    continue
+                moved = min(other, key=rank)
+                chosen[moved.die] = moved
         chosen[slot] = blob
     return list(chosen.values())
 

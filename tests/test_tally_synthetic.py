@@ -500,6 +500,20 @@ def test_a_die_found_in_a_neighbouring_colour_beside_that_colour_s_die_is_kept_a
     assert sorted(b.die for b in choose_dice(blobs, model, params)) == ["blue", "purple"]
 
 
+def test_a_die_found_in_two_colours_leaves_the_other_colour_to_its_own_die():
+    """The blue die found twice, as blue and (more die-like) as purple, is chosen as purple
+    first; the purple die found elsewhere then takes purple, and the blue die its blue blob."""
+    from scanner.tally import TallyParams, choose_dice, default_model
+
+    model, params = default_model(), TallyParams()
+    purple, blue = (np.float32(model.bodies[d].lab) for d in ("purple", "blue"))
+    between = purple + 0.45 * (blue - purple)
+    blobs = [_blob("blue", 500, blue, side=40.0, print_score=0.78), _blob("purple", 500, between, print_score=0.97),
+             _blob("purple", 620, purple, print_score=0.93), _blob("red", 740, model.bodies["red"].lab)]
+    chosen = {b.die: b.center[0] for b in choose_dice(blobs, model, params)}
+    assert chosen == {"blue": 500, "purple": 620, "red": 740}
+
+
 @pytest.mark.parametrize("face, other", [("+100", "-100"), ("20", "70"), ("+2", "+3"), ("60", "70")])
 def test_two_similar_prints_are_told_apart_where_they_differ(face, other):
     """+100 and -100 correlate almost as well with either template; the vote looks only at
