@@ -103,8 +103,8 @@ def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPh
         tray = grow_tray(tray, [d.center for d in confirmed], 0.6 * size)
     scanners = []
     for level in (black_level(empty) if empty is not None else None, None):
-        # The wizard learns from what the scanner sees: the photo without the stray light.
-        learned = learn_tossup([(subtract_black_level(first_image, level), confirmed)], tray)
+        # The wizard learns by reading as the profile's scanner will: the stray light taken off.
+        learned = learn_tossup([(first_image, confirmed)], tray, level=level)
         scanners.append(Scanner("tossup", tossup=learned.params, tray=tray, die_size=learned.die_size,
                                 frame_size=learned.frame_size, black_level=level))
     return scanners[0], scanners[1], rest

@@ -274,11 +274,11 @@ class CalibrationSession:
 
     def _learn_tossup(self) -> TossUpLearned:
         shots = self._confirmed("tossup")
-        rolls = [(subtract_black_level(s.image(), self._black_level()), s.confirmed or ()) for s in shots]
+        rolls = [(s.image(), s.confirmed or ()) for s in shots]
         with self._lock:
             tray = self.tray
         try:
-            learned = learn_tossup(rolls, tray, self.base.tossup)
+            learned = learn_tossup(rolls, tray, self.base.tossup, self._black_level())
         except ValueError as error:
             raise CalibrationError(str(error), 409) from error
         with self._lock:

@@ -24,8 +24,8 @@ from scanner.evaluate import Scorecard, match
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie
 from scanner.tally import DIE_FACES
-from scanner.tossup import WORK_WIDTH, TossUpParams, find_insets, order_clockwise, read_colour, read_tossup
-from scanner.tray import keep_in_tray
+from scanner.reader import Scanner, subtract_black_level
+from scanner.tossup import WORK_WIDTH, TossUpParams, find_insets, order_clockwise, read_colour
 
 log = logging.getLogger(__name__)
 
@@ -271,14 +271,19 @@ MAX_BLACK_LEVEL = 64.0
 
 
 def black_level(empty: np.ndarray) -> tuple[float, float, float]:
-    """Per channel (B, G, R), the level of the darkest parts of an empty-tray photo.
+    """Per channel (B, G, R), the colour of the stray light in an empty-tray photo: the level
+    of its darkest parts, less the same amount in every channel.
 
     The shadows along the walls would be near black under the lamp alone; what lifts them is
-    room light (often of another colour) or lens flare, and it lifts the dice's colours alike,
-    washing out the insets. Half a per cent of the pixels are allowed to be darker (noise).
+    room light (often of another colour) or lens flare. Its colour tints the dice's insets
+    alike (a bluish window turns yellow insets green), and is taken off. Its grey part only
+    lifts every pixel a little, which the reader's thresholds, relative to the lamp's white,
+    allow for, while taking it off would darken rims in a wall's shadow below them (measured
+    on the dev tables' calibration: as good or better with every look). Half a per cent of
+    the pixels are allowed to be darker (noise).
     """
-    levels = np.percentile(empty.reshape(-1, 3)[::7], 0.5, axis=0)
-    return tuple(float(min(round(v, 1), MAX_BLACK_LEVEL)) for v in levels)  # type: ignore[return-value]
+    levels = np.minimum(np.round(np.percentile(empty.reshape(-1, 3)[::7], 0.5, axis=0), 1), MAX_BLACK_LEVEL)
+    return tuple(float(v) for v in levels - levels.min())  # type: ignore[return-value]
 
 
 def check_quad(corners: Any, frame_size: tuple[int, int]) -> Quad:
@@ -399,11 +404,15 @@ def inset_chroma(image: np.ndarray, dice: Sequence[ConfirmedDie], params: TossUp
 
 
 def _score(params: TossUpParams, rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
-           tray: Quad | None, die_size: float | None, frame_size: tuple[int, int] | None) -> tuple[int, int, int]:
-    """(right, wrong, false) of the reader with `params` against the confirmed dice."""
+           tray: Quad | None, die_size: float | None, frame_size: tuple[int, int] | None,
+           level: tuple[float, float, float] | None = None) -> tuple[int, int, int]:
+    """(right, wrong, false) against the confirmed dice of the scanner that a profile with
+    `params` and the black level `level` gives (it takes the level off and moves its white
+    thresholds with it)."""
+    scanner = Scanner("tossup", tossup=params, tray=tray, die_size=die_size, frame_size=frame_size, black_level=level)
     right = wrong = false = 0
     for image, dice in rolls:
-        readings = keep_in_tray(read_tossup(image, params), tray, die_size, frame_size, image.shape)
+        readings = scanner.read(image)
         labels = [d.labelled() for d in dice]
         pairs = match(labels, readings)
         false += len(readings) - len(pairs)
@@ -416,12 +425,13 @@ def _score(params: TossUpParams, rolls: Sequence[tuple[np.ndarray, Sequence[Conf
 
 
 def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tray: Quad | None = None,
-                 base: TossUpParams | None = None) -> TossUpLearned:
-    """Die size and reader parameters from confirmed Toss Up rolls (image, dice the user confirmed).
+                 base: TossUpParams | None = None, level: tuple[float, float, float] | None = None) -> TossUpLearned:
+    """Die size and reader parameters from confirmed Toss Up rolls (photo, dice the user confirmed).
 
     The palest confirmed inset sets how colourful an inset must be (with a margin), then a small
     grid of white-rim thresholds is tried, nearest the defaults first; the first that finds the
-    most confirmed dice with no wrong face and no extra die wins. Raises ValueError without dice.
+    most confirmed dice with no wrong face and no extra die wins, read as the profile's scanner
+    will read them (with the black level `level` taken off). Raises ValueError without dice.
     """
     base = base or TossUpParams()
     dice = [d for _, ds in rolls for d in ds if d.die == "tossup"]
@@ -433,7 +443,7 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     die_size = float(np.median(sizes))
     chroma_by_face: dict[str, list[float]] = {}
     for image, ds in rolls:
-        for face, values in inset_chroma(image, ds, base).items():
+        for face, values in inset_chroma(subtract_black_level(image, level), ds, base).items():
             chroma_by_face.setdefault(face, []).extend(values)
     chroma = {face: float(np.median(v)) for face, v in chroma_by_face.items()}
     palest = min((min(v) for v in chroma_by_face.values()), default=base.inset_chroma / 0.8)
@@ -448,7 +458,7 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     candidates.sort(key=lambda c: c[0])
     best: tuple[int, TossUpParams, tuple[int, int, int]] | None = None
     for _, params in candidates:
-        right, wrong, false = _score(params, rolls, tray, die_size, frame_size)
+        right, wrong, false = _score(params, rolls, tray, die_size, frame_size, level)
         value = right - 3 * wrong - 2 * false
         if best is None or value > best[0]:
             best = (value, params, (right, wrong, false))

@@ -144,17 +144,17 @@ def test_the_tray_grown_by_the_first_confirmed_roll_holds_the_dice_of_the_later_
     assert outside <= 0.02 * total, f"{outside} of {total} dice outside the tray"
 
 
-def test_the_black_level_of_the_empty_tray_follows_an_added_room_light():
+def test_the_black_level_of_the_empty_tray_is_the_colour_of_an_added_room_light():
     empty = _photo(FIXTURES / "tossup" / "tossup-s01-empty.jpg")
     own = np.float32(black_level(empty))
-    assert (own < 40).all()  # the render's own shadows are dark
+    assert own.max() <= 3 and own.min() == 0  # the lamp alone: no colour in the shadows
     look = Look("test", gains=(0.8, 1.0, 1.2), brightness=0.5, cast=(30.0, 10.0, 0.0))
-    expected = own * np.float32(look.gains) * look.brightness + np.float32(look.cast)
     measured = np.float32(black_level(look.apply(empty)))
-    assert np.abs(measured - expected).max() <= 3, (measured, expected)
-    # Taken off again, the shadows are as dark as before the room light was added.
+    # The bluish room light's colour, less its grey part (red got none of it).
+    assert np.abs(measured - np.float32(look.cast)).max() <= 4, measured
+    # Taken off again, the shadows are as grey as before the room light was added.
     restored = np.float32(black_level(subtract_black_level(look.apply(empty), measured)))
-    assert restored.max() <= 2
+    assert restored.max() <= 3
     assert subtract_black_level(empty, None) is empty and (Look("same").apply(empty) == empty).all()
 
 
