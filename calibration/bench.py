@@ -28,7 +28,7 @@ import numpy as np
 from calibration.steps import black_level, confirmed_from_labels, find_tray, grow_tray, learn_tossup
 from scanner.evaluate import Scorecard
 from scanner.labels import LabelledPhoto, photo_labels
-from scanner.reader import Scanner, subtract_black_level
+from scanner.reader import Scanner
 
 log = logging.getLogger(__name__)
 

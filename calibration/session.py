@@ -30,7 +30,7 @@ from calibration.steps import (
 from scanner.frames import DieReading
 from scanner.reader import Scanner, subtract_black_level
 from scanner.tally import TallyModel, TallyReader, default_model
-from scanner.tossup import TossUpParams, read_tossup
+from scanner.tossup import TossUpParams
 
 log = logging.getLogger(__name__)
 
@@ -194,12 +194,12 @@ class CalibrationSession:
     def capture_roll(self, image: np.ndarray, dice_set: str) -> dict[str, Any]:
         if dice_set not in ("tossup", "tallyup"):
             raise CalibrationError(f"'dice' must be \"tossup\" or \"tallyup\", got {dice_set!r}")
-        # Read as the saved profile's scanner will: without this table's stray light.
-        seen = subtract_black_level(image, self._black_level())
+        # Read as the saved profile's scanner will: without this table's stray light (for Toss
+        # Up also with the white thresholds moved as the scanner moves them).
         if dice_set == "tossup":
-            readings = read_tossup(seen, self.tossup_params())
+            readings = list(Scanner("tossup", tossup=self.tossup_params(), black_level=self._black_level()).read(image))
         else:
-            readings = list(self._tally().read(seen))
+            readings = list(self._tally().read(subtract_black_level(image, self._black_level())))
         # Not cut to the tray yet: the tray found in the empty photo may be a little small, and
         # the user sees (and can drop) anything read outside it.
         shot = self._add_shot(dice_set, image, readings)

@@ -7,7 +7,6 @@ import logging
 from pathlib import Path
 
 import cv2
-import numpy as np
 
 from scanner.evaluate import Scorecard
 from scanner.frames import DieReading
