@@ -421,6 +421,14 @@ def _aligned(template: np.ndarray, onto: np.ndarray) -> np.ndarray:
     return canvas[SHIFT:SHIFT + TEMPLATE_SIDE, SHIFT:SHIFT + TEMPLATE_SIDE]
 
 
+def _laid(ink: np.ndarray, template: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the TEMPLATE_SIDE square of a PATCH_SIDE ink mask where `template` fits it best, the
+    template's quarter turns there), looking further than the reading's own shifts."""
+    wider = np.pad(ink, SHIFT)
+    turn, row, column = _best_pose(wider, template)
+    return wider[row:row + TEMPLATE_SIDE, column:column + TEMPLATE_SIDE], turn
+
+
 def pair_vote(ink: np.ndarray, face: np.ndarray, other: np.ndarray, difference: float) -> float | None:
     """How much a PATCH_SIDE ink mask shows `face` rather than `other` (two aligned mean
     templates of similar prints): 1 when it is inked just where only `face` is and blank
@@ -429,9 +437,7 @@ def pair_vote(ink: np.ndarray, face: np.ndarray, other: np.ndarray, difference: 
     The print is laid where `face` fits it best, looking further than the reading's own
     shifts: a print a pixel off from the stroke it is judged by votes wrongly.
     """
-    wider = np.pad(ink, SHIFT)
-    turn, row, column = _best_pose(wider, face)
-    seen = wider[row:row + TEMPLATE_SIDE, column:column + TEMPLATE_SIDE]
+    seen, turn = _laid(ink, face)
     face, other = np.rot90(face, turn), np.rot90(other, turn)
     # The print's own ink and body levels, where both templates agree.
     both_inked, both_blank = (face > 0.6) & (other > 0.6), (face < 0.15) & (other < 0.15)
@@ -456,9 +462,7 @@ def ring_seen(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> float:
     least mean ink over the ring's `sectors` (0-1), with the circled mean template laid where
     it fits the print best. A die's rounded edge in shade, or its side face, seen through a
     misplaced square looks like part of a ring, never like all of it."""
-    wider = np.pad(ink, SHIFT)
-    turn, row, column = _best_pose(wider, template)
-    seen = wider[row:row + TEMPLATE_SIDE, column:column + TEMPLATE_SIDE]
+    seen, turn = _laid(ink, template)
     ys, xs = np.nonzero(np.rot90(template, turn) > 0.5)
     if len(ys) == 0:
         return 1.0
@@ -828,6 +832,13 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
     return blobs
 
 
+def _narrowed(params: TallyParams, factor: float) -> TallyParams:
+    """`params` with the margins a face must win by (max_ratio, close_ratio) times `factor`."""
+    if factor == 1.0:
+        return params
+    return replace(params, max_ratio=params.max_ratio * factor, close_ratio=params.close_ratio * factor)
+
+
 def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
     """`quad` turned by `angle` (radians) about its centre."""
     centre = quad.mean(axis=0)
@@ -884,9 +895,8 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | 
     def rank(b: Blob) -> float:  # lower first
         return -(b.fill * b.aspect) - b.print_score + abs(b.side / typical - 1)
 
-    for blob in sorted(good, key=rank):
-        if not 0.55 * typical <= blob.side <= 1.6 * typical:
-            continue
+    sized = [b for b in good if 0.55 * typical <= b.side <= 1.6 * typical]
+    for blob in sorted(sized, key=rank):
         if any(math.dist(blob.center, other.center) < 0.6 * typical for other in chosen.values()):
             continue
         slot = blob.die
@@ -904,8 +914,7 @@ def choose_dice(blobs: Sequence[Blob], model: TallyModel, params: TallyParams | 
                 # blue die found blue and purple, chosen as purple before the purple die came):
                 # it takes that colour, and this blob the one it held.
                 holder = chosen[slot]
-                other = [b for b in good if b.die not in chosen and 0.55 * typical <= b.side <= 1.6 * typical
-                         and math.dist(b.center, holder.center) < 0.6 * typical]
+                other = [b for b in sized if b.die not in chosen and math.dist(b.center, holder.center) < 0.6 * typical]
                 if not other:
                     continue
                 moved = min(other, key=rank)
@@ -936,8 +945,6 @@ def windows(ink: np.ndarray) -> np.ndarray:
     """Every TEMPLATE_SIDE square of an ink mask (a PATCH_SIDE one: each shift), as raw rows."""
     view = np.lib.stride_tricks.sliding_window_view(ink, (TEMPLATE_SIDE, TEMPLATE_SIDE))
     return view.reshape(-1, TEMPLATE_SIDE * TEMPLATE_SIDE)
-
-
 
 
 def shifted(ink: np.ndarray) -> np.ndarray:
@@ -1358,15 +1365,11 @@ class TallyReader:
         quick = print_scores(inks, die, self.compiled)
         ink = inks[int(np.argmax(quick))]
         scores = face_scores(ink, die, self.compiled)
-        params, close = self.params, self.compiled.close
-        unclipped = params if strictness == 1.0 else replace(
-            params, max_ratio=params.max_ratio * strictness, close_ratio=params.close_ratio * strictness)
-        if clipped > params.max_clipped:
-            strictness *= params.clipped_ratio
+        close = self.compiled.close
+        unclipped = params = _narrowed(self.params, strictness)
+        if clipped > self.params.max_clipped:
+            params = _narrowed(self.params, strictness * self.params.clipped_ratio)
             close = self.compiled.faint
-        if strictness != 1.0:
-            params = replace(params, max_ratio=params.max_ratio * strictness,
-                             close_ratio=params.close_ratio * strictness)
         face, confidence, score = decide_face(scores, params, close.get(die, frozenset()))
         # A clipped white body is glare over the print itself; a coloured body clips its
         # brightest channels long before its print fades.
