@@ -124,7 +124,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         summary["ms_p95"] = percentile(timings, 0.95)
         summary["photos"] = len(timings)
         print(f"[{dice_set}] split={split} photos={len(timings)} dice={summary['labelled_dice']}", file=out)
-        for key in ("detection_recall", "detection_precision", "face_accuracy", "identity_accuracy",
+        for key in ("detection_recall", "detection_precision", "face_accuracy", "read_right_of_all", "identity_accuracy",
                     "unsure_rate", "wrong_confident_rate", "cocked_recall"):
             print(f"  {key:22s} {summary[key] * 100:8.3f} %", file=out)
         visible = visible_card.summary()

@@ -41,6 +41,7 @@ class Scorecard:
     """Running totals over many labelled photos."""
 
     labelled: int = 0
+    flat_labelled: int = 0  # labelled dice that lie flat, found or not
     found: int = 0
     matched: int = 0
     faces_total: int = 0  # non-cocked matched dice whose face is scored
@@ -57,6 +58,7 @@ class Scorecard:
 
     def add(self, name: str, labels: Sequence[LabelledDie], readings: Sequence[DieReading], read_faces: bool = True) -> None:
         self.labelled += len(labels)
+        self.flat_labelled += sum(not label.cocked for label in labels)
         self.found += len(readings)
         pairs = match(labels, readings)
         self.matched += len(pairs)
@@ -97,6 +99,8 @@ class Scorecard:
             "detection_recall": self._rate(self.matched, self.labelled),
             "detection_precision": self._rate(self.matched, self.found),
             "face_accuracy": self._rate(self.faces_right, self.faces_total),
+            # Of every flat die in the photos, found or not: what a player is spared typing.
+            "read_right_of_all": self._rate(self.faces_right, self.flat_labelled) if self.faces_total else float("nan"),
             "identity_accuracy": self._rate(self.identity_right, self.identity_total),
             "unsure_rate": self._rate(self.unsure, self.faces_total),
             "wrong_confident_rate": self._rate(self.wrong_confident, self.faces_total),

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import cv2
 import numpy as np
 
+from scanner.finder import DieFinder, FinderRules, complete_tossup
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.tossup import TossUpParams, illuminant, read_tossup
@@ -41,13 +42,23 @@ class Scanner:
     #: From a calibration profile: the photo of the empty tray (BGR), taken with this camera
     #: and lamp; readings where a frame still looks like it are the tray, not dice.
     empty_tray: np.ndarray | None = field(default=None, repr=False)
+    #: The learned die finder that adds the dice the hand-written readers missed; None = the
+    #: built-in net (scanner/data/finder.onnx), unless use_finder is off. Not used with "any".
+    finder: DieFinder | None = field(default=None, repr=False)
+    use_finder: bool = True
+    finder_rules: FinderRules = field(default_factory=FinderRules)
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
             raise ValueError(f"unknown dice set {self.dice_set!r}; expected one of {list(DICE_SETS)}")
+        if not self.use_finder or self.dice_set == "any":
+            self.finder = None
+        elif self.finder is None:
+            self.finder = DieFinder()
         self._tally_reader: TallyReader | None = None
         if self.dice_set in ("tallyup", "any"):
-            self._tally_reader = TallyReader(self.tally or default_model())
+            self._tally_reader = TallyReader(self.tally or default_model(), finder=self.finder,
+                                             finder_rules=self.finder_rules)
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
         readings = self._read_all(subtract_black_level(image, self.black_level), self._tossup_params(image))
@@ -74,7 +85,10 @@ class Scanner:
 
     def _read_all(self, image: np.ndarray, tossup: TossUpParams) -> Sequence[DieReading]:
         if self.dice_set == "tossup":
-            return read_tossup(image, tossup)
+            readings = read_tossup(image, tossup)
+            if self.finder is None:
+                return readings
+            return complete_tossup(readings, self.finder.find(image), self.finder_rules)
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
             return self._tally_reader.read(image)

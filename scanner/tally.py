@@ -45,6 +45,7 @@ from typing import Any, Collection, Mapping, Sequence
 import cv2
 import numpy as np
 
+from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
 from scanner.tossup import illuminant, order_clockwise
@@ -697,6 +698,20 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     return kept
 
 
+def _blown_share(image: np.ndarray, quad: np.ndarray) -> float:
+    """The share of the pixels inside `quad` that the camera blew out (a channel at 253+)."""
+    x, y, w, h = cv2.boundingRect(np.int32(np.round(quad)))
+    x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, image.shape[1]), min(y + h, image.shape[0])
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    window = image[y0:y1, x0:x1]
+    high = cv2.max(cv2.max(window[..., 0], window[..., 1]), window[..., 2])
+    mask = np.zeros(high.shape, np.uint8)
+    cv2.fillConvexPoly(mask, np.int32(np.round(quad)) - np.int32([x0, y0]), 255)
+    inside = max(cv2.countNonZero(mask), 1)
+    return cv2.countNonZero(cv2.bitwise_and(cv2.compare(high, 253, cv2.CMP_GE), mask)) / inside
+
+
 def _outer_contours(mask: np.ndarray) -> list[np.ndarray]:
     """The outer boundary of every connected part of `mask`, also of parts lying inside a hole
     of another (a black Up Die on felt framed by a black rim is such an island)."""
@@ -1197,12 +1212,14 @@ class DieRead:
     face: str | None
     confidence: float
     scores: dict[str, float]  # best correlation per face of the identified die
+    #: The die finder judged it cocked (a die only the finder found).
+    leaning: bool = False
 
     def reading(self, params: TallyParams) -> DieReading:
         return DieReading(
             center=self.blob.center, corners=tuple((float(x), float(y)) for x, y in self.blob.quad), die=self.die,
-            face=self.face, confidence=self.confidence, cocked=self.blob.aspect < params.cocked_aspect,
-            size=self.blob.side,
+            face=self.face, confidence=self.confidence,
+            cocked=self.leaning or self.blob.aspect < params.cocked_aspect, size=self.blob.side,
         )
 
 
@@ -1212,6 +1229,9 @@ class TallyReader:
 
     model: TallyModel
     params: TallyParams = field(default_factory=TallyParams)
+    #: The learned die finder: adds the dice the colour blobs missed and flags cocked dice.
+    finder: DieFinder | None = None
+    finder_rules: FinderRules = field(default_factory=FinderRules)
 
     def __post_init__(self) -> None:
         self.compiled = compile_model(self.model, self.params)
@@ -1467,7 +1487,63 @@ class TallyReader:
                     log.debug("%s blob at %s taken for tray (patterned: %s)", blob.die, blob.center, blob.die in patterned)
                     continue
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
+        if self.finder is not None:
+            dice = self._with_found(image, gains, dice, self.finder.find(image), typical, with_faces)
         return dice
+
+    def _with_found(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead], found: Sequence[FoundDie],
+                    typical: float | None, with_faces: bool) -> list[DieRead]:
+        """`dice` plus the dice the finder found that the colour blobs missed (a white Up Die
+        on a white board, a die in a wall's shadow): named when the finder and the body colour
+        agree and no other die is that one, the face read by the templates. Only these take
+        the finder's word on leaning: on the blobs' dice it raised more false alarms than it
+        caught cocked dice (dev tables held out of its training)."""
+        rules = self.finder_rules
+        result = list(dice)
+        held = {d.die for d in dice if d.die not in (None, UNSURE)}
+        for die in found:
+            if not rules.admits(die, [(d.blob.center, d.blob.side) for d in result]):
+                continue
+            quad = np.float32(die.corners())
+            blown = _blown_share(image, quad)
+            name, chance = self._found_identity(image, gains, quad, die, held)
+            blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
+            face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
+            if with_faces and name != UNSURE:
+                face, face_confidence, scores = self._read_face(image, gains, quad, name, 0.0)
+                if face == UNSURE:
+                    placed = self._placed(image, gains, quad, name, typical)
+                    again = self._read_face(image, gains, placed, name, 0.0, self.params.placed_ratio)
+                    if again[0] != UNSURE:
+                        face, face_confidence, scores = again
+                        blob.place(placed, mean_side(placed))
+                confidence = min(chance, face_confidence) if face != UNSURE else 0.0
+            if name == UNSURE and not rules.unnamed_tally:
+                continue
+            if blown > self.params.max_clipped and face in (None, UNSURE):
+                # Mostly blown out and no print read: a lamp's mirror image on the tray.
+                continue
+            if name != UNSURE:
+                held.add(name)
+            result.append(DieRead(blob, name if with_faces else None, chance, {}, face, confidence,
+                                  scores, leaning=die.cocked >= rules.cocked))
+        return result
+
+    def _found_identity(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: FoundDie,
+                        held: Collection[str]) -> tuple[str, float]:
+        """(die, confidence) of a die the finder found: the learned body colour of its top
+        face and the finder must name the same die, and no other die of the frame be it. The
+        finder learned our renders' colours only; the body colours are the user's own."""
+        chances = {name: p for name, p in zip(IDENTITIES, die.identities) if name in DIE_FACES}
+        if not chances:
+            return UNSURE, 0.0
+        guess = max(chances, key=chances.__getitem__)
+        _, body, _ = ink_of(face_patch(image, quad, gains))
+        by_colour, colour_confidence = identify(lab_of(body), self.model, self.params)
+        if (guess != by_colour or guess in held or chances[guess] < self.finder_rules.min_identity
+                or by_colour not in self.compiled.templates):
+            return UNSURE, 0.0
+        return guess, round(min(chances[guess], colour_confidence), 4)
 
 
 def read_tally(image: np.ndarray, model: TallyModel | None = None, params: TallyParams | None = None,

@@ -14,7 +14,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from scanner.frames import DieReading
+from scanner.frames import UNSURE, DieReading
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,11 @@ def drop_empty_look(readings: Sequence[DieReading], image: np.ndarray, empty: np
         return list(readings)
     kept = []
     for reading in readings:
+        if reading.die not in (None, "tossup") and reading.face not in (None, UNSURE):
+            # A Tally face read for sure is a print matched to that die's templates: the
+            # empty tray has none, but a white Up Die on a white board looks like it elsewhere.
+            kept.append(reading)
+            continue
         # Only each die's own window is compared: this runs on every frame of the live table.
         corners = np.int32(np.round(reading.corners))
         x, y, w, h = cv2.boundingRect(corners)

@@ -35,8 +35,9 @@ def _image(faces: tuple[str, ...], seed: int, step: int = 0) -> np.ndarray:
     return image
 
 
-def throw(faces: tuple[str, ...], seed: int = 1, rest: int = 16) -> list[np.ndarray]:
-    """An empty tray, dice sliding in, then `rest` still frames."""
+def throw(faces: tuple[str, ...], seed: int = 1, rest: int = 40) -> list[np.ndarray]:
+    """An empty tray, dice sliding in, then `rest` still frames (1.3 s: the watcher drops the
+    frames that come while it reads one, and a slow machine reads a frame in tens of ms)."""
     return [_image((), 0)] * 3 + [_image(faces, seed, step) for step in (3, 2, 1)] + [_image(faces, seed)] * rest
 
 
@@ -206,7 +207,7 @@ def test_bumped_dice_are_a_notice_never_a_roll(tmp_path, apps):
     # Move two dice a die's width: most dice stay put, none are added.
     dice = layout(TEN, 1)
     moved = draw_tray([(x + 60, y, f, a) if i < 2 else (x, y, f, a) for i, (x, y, f, a) in enumerate(dice)], seed=1)
-    source = ReplaySource(throw(TEN) + [bumped] * 2 + [moved] * 16)
+    source = ReplaySource(throw(TEN) + [bumped] * 2 + [moved] * 40)
     app, gid = make_app(tmp_path, lambda: source)
     apps.append(app)
     client = app.test_client()
@@ -310,7 +311,7 @@ def test_after_a_restart_the_dice_still_lying_there_are_not_scored_again(tmp_pat
     app.extensions["dicetray"].close()
     # The restarted process sees the same dice, still: the tray is read but not scored again.
     again = create_app({"TESTING": True, "DATA_DIR": tmp_path / "data", "HOST_TOKEN": HOST_TOKEN,
-                        "LIVE_SOURCE": lambda: ReplaySource([_image(TEN, 1)] * 20)})
+                        "LIVE_SOURCE": lambda: ReplaySource([_image(TEN, 1)] * 40)})
     apps.append(again)
     live = again.extensions[LIVE_EXTENSION]
     assert wait_until(lambda: live.stats.repeats == 1)

@@ -41,6 +41,7 @@ def test_scorecard_counts_every_outcome():
     assert s["detection_recall"] == 4 / 5
     assert s["detection_precision"] == 4 / 5
     assert s["face_accuracy"] == 1 / 3
+    assert s["read_right_of_all"] == 1 / 4  # the missed green die counts too, the cocked one not
     assert s["unsure_rate"] == 1 / 3
     assert s["wrong_confident_rate"] == 1 / 3
     assert s["cocked_recall"] == 1.0

@@ -4,6 +4,7 @@ the frame still looks like the photographed empty tray are dropped."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -72,6 +73,15 @@ def test_a_reading_where_the_frame_looks_like_the_empty_tray_is_dropped():
     assert [d.center for d in drop_empty_look(readings, frame, half)] == [(400, 300)]
     assert drop_empty_look(readings, frame, empty[:, :960]) == readings
     assert drop_empty_look(readings, frame, None) == readings
+
+
+def test_a_tally_face_read_for_sure_is_a_die_even_where_the_tray_looked_alike():
+    # A white Up Die on a white board differs from the empty board only in its print.
+    empty = draw_tray(BACKGROUNDS["white_board"], [], seed=1)
+    frame = draw_tray(BACKGROUNDS["white_board"], [], seed=2)
+    sure = replace(die(400, 300), die="up", face="+1", confidence=0.9)
+    unsure = replace(die(800, 500), die="up", face="unsure", confidence=0.0)
+    assert drop_empty_look([sure, unsure, die(600, 300)], frame, empty) == [sure]
 
 
 def test_a_changed_lamp_drops_nothing():

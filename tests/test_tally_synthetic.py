@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -596,3 +596,55 @@ def test_a_clipped_die_is_not_doubted_for_a_die_that_lies_elsewhere(model_a):
     both, _ = draw_scene([yellow, orange], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
     read = min(reader.read_dice(both), key=lambda d: math.dist(d.blob.center, (640, 360)))
     assert (read.die, read.face) == ("yellow", "70")
+
+
+class StubFinder:
+    """Stands in for the die finder net: answers the dice it was given."""
+
+    def __init__(self, found):
+        self.found = found
+
+    def find(self, image):
+        return list(self.found)
+
+
+def _found(die: str, cx: float, cy: float, side: float, angle: float, cocked: float = 0.0, sure: float = 0.99):
+    from scanner.finder import IDENTITIES, FoundDie
+
+    identities = tuple(sure if name == die else (1 - sure) / (len(IDENTITIES) - 1) for name in IDENTITIES)
+    return FoundDie((cx, cy), side, angle, 0.9, cocked, (1.0, 0.0, 0.0), identities)
+
+
+def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_print(model_a):
+    from scanner.tally import TallyParams, TallyReader
+
+    layout = [("red", "star", 400.0, 300.0, 52.0, 0.3), ("blue", "(10)", 800.0, 400.0, 52.0, 0.1)]
+    image, _ = draw_scene(layout, seed=5)
+    # No blob passes the print check: every die is left to the finder.
+    blind = replace(TallyParams(), min_print_score=2.0)
+    assert TallyReader(model_a, blind).read(image) == []
+    finder = StubFinder([_found("red", 400.0, 300.0, 52.0, 0.3), _found("red", 800.0, 400.0, 52.0, 0.1, cocked=0.9)])
+    dice = TallyReader(model_a, blind, finder=finder).read(image)
+    assert [(d.die, d.face, d.cocked) for d in dice] == [("red", "star", False), (UNSURE, UNSURE, True)]  # one red die in a set
+    assert dice[0].confidence > 0.5 and dice[1].confidence == 0.0
+
+
+def test_the_finder_adds_nothing_where_the_blobs_found_a_die(model_a):
+    from scanner.tally import TallyReader
+
+    layout = [("orange", "20", 400.0, 300.0, 52.0, 0.3), ("purple", "star", 800.0, 400.0, 52.0, 0.1)]
+    image, _ = draw_scene(layout, seed=7)
+    alone = TallyReader(model_a).read(image)
+    finder = StubFinder([_found("orange", 402.0, 301.0, 52.0, 0.3, cocked=0.9), _found("purple", 800.0, 400.0, 52.0, 0.1)])
+    assert TallyReader(model_a, finder=finder).read(image) == alone
+
+
+@pytest.mark.parametrize("named, sure", [("green", 0.4), ("blue", 0.99)])
+def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_found_but_not_named(named, sure, model_a):
+    from scanner.tally import TallyParams, TallyReader
+
+    image, _ = draw_scene([("green", "30", 400.0, 300.0, 52.0, 0.3)], seed=6)
+    blind = replace(TallyParams(), min_print_score=2.0)
+    finder = StubFinder([_found(named, 400.0, 300.0, 52.0, 0.3, sure=sure)])
+    dice = TallyReader(model_a, blind, finder=finder).read(image)
+    assert [(d.die, d.face, d.cocked) for d in dice] == [(UNSURE, UNSURE, False)]

@@ -1,0 +1,190 @@
+"""A small learned die finder: a convolutional net run through OpenCV's dnn module.
+
+Physical setup assumed: the camera looks down on the tray from 30-50 cm, so a die's top face is
+roughly 3-5 % of the frame's width across (20-60 px at 640-1280 px width).
+
+The net sees the frame shrunk to `INPUT_WIDTH` pixels across and answers on a grid of
+`STRIDE`-pixel cells: how likely a die's top-face centre lies in each cell, where in the cell,
+the face's side and turn, whether the die is cocked, and, for Toss Up dice, the colour on top.
+It is trained by `scanner/finder_training.py` from the project's own fixtures (dev split and
+teach set only) and shipped as `scanner/data/finder.onnx`.
+
+The hand-written readers stay in charge; the finder adds the dice they missed (see
+`complete_tossup`), because it has seen only renders and a hand-written rule fails in ways
+that are easier to reason about on photos nobody here has.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+from scanner.frames import UNSURE, DieReading
+from scanner.tossup import order_clockwise
+
+log = logging.getLogger(__name__)
+
+#: Width of the net's input in pixels; the height follows the frame's aspect (a multiple of 8).
+INPUT_WIDTH = 320
+#: Input pixels per output cell.
+STRIDE = 4
+TOSSUP_FACES = ("green", "yellow", "red")
+#: Which die it is: a Toss Up die or one of the Tally Up set.
+IDENTITIES = ("tossup", "red", "orange", "yellow", "green", "blue", "purple", "up")
+#: Output channels, in order.
+CHANNELS = ("centre", "dx", "dy", "log_side", "cos4", "sin4", "cocked", *TOSSUP_FACES,
+            *(f"is_{die}" for die in IDENTITIES))
+FACE_CHANNELS = slice(7, 10)
+IDENTITY_CHANNELS = slice(10, 10 + len(IDENTITIES))
+DEFAULT_MODEL = Path(__file__).with_name("data") / "finder.onnx"
+
+
+def input_size(width: int, height: int) -> tuple[int, int]:
+    """The net's input size (width, height) for a frame of this size."""
+    in_h = max(8, int(height * INPUT_WIDTH / width / 8.0 + 0.5) * 8)
+    return INPUT_WIDTH, in_h
+
+
+def to_blob(image: np.ndarray) -> np.ndarray:
+    """A BGR frame as the net's input: 1x3xHxW float32, RGB order, 0-1."""
+    in_w, in_h = input_size(image.shape[1], image.shape[0])
+    small = cv2.resize(image, (in_w, in_h), interpolation=cv2.INTER_AREA)
+    return cv2.dnn.blobFromImage(small, scalefactor=1.0 / 255.0, swapRB=True)
+
+
+@dataclass(frozen=True)
+class FoundDie:
+    """A die the net found, in frame pixels."""
+
+    center: tuple[float, float]
+    side: float
+    angle: float  # radians, the top face's turn modulo 90 degrees
+    score: float  # the centre map's peak, 0-1
+    cocked: float  # probability that it rests cocked
+    colours: tuple[float, float, float]  # Toss Up face probabilities (green, yellow, red)
+    identities: tuple[float, ...] = ()  # probability of each die of IDENTITIES
+
+    def corners(self) -> tuple[tuple[float, float], ...]:
+        """The top face's four corners, clockwise from the one nearest the top-left."""
+        half = self.side / 2.0
+        c, s = math.cos(self.angle), math.sin(self.angle)
+        points = np.array([[cx * c - cy * s, cx * s + cy * c] for cx, cy in
+                           ((-half, -half), (half, -half), (half, half), (-half, half))], np.float32)
+        points += np.array(self.center, np.float32)
+        return tuple((float(x), float(y)) for x, y in order_clockwise(points))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -30.0, 30.0)))
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - np.max(x))
+    return e / e.sum()
+
+
+def decode(raw: np.ndarray, frame_size: tuple[int, int], threshold: float) -> list[FoundDie]:
+    """The dice in one output map (CxHxW logits and regressions), frame_size = (width, height)."""
+    width, height = frame_size
+    in_w, in_h = input_size(width, height)
+    heat = sigmoid(raw[0])
+    # A peak is a cell at least as high as its eight neighbours.
+    peaks = (heat >= threshold) & (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8)))
+    sx, sy = width / in_w, height / in_h
+    found = []
+    for gy, gx in zip(*np.nonzero(peaks)):
+        cell = raw[:, gy, gx]
+        x_in = (gx + 0.5 + float(cell[1])) * STRIDE
+        y_in = (gy + 0.5 + float(cell[2])) * STRIDE
+        side_in = math.exp(float(np.clip(cell[3], -2.0, 6.0)))
+        angle = math.atan2(float(cell[5]), float(cell[4])) / 4.0
+        colours, identities = softmax(cell[FACE_CHANNELS]), softmax(cell[IDENTITY_CHANNELS])
+        found.append(FoundDie(
+            center=(x_in * sx - 0.5 * (sx - 1), y_in * sy - 0.5 * (sy - 1)),
+            side=side_in * (sx + sy) / 2.0, angle=angle, score=float(heat[gy, gx]),
+            cocked=float(sigmoid(cell[6])), colours=tuple(float(p) for p in colours),
+            identities=tuple(float(p) for p in identities),
+        ))
+    found.sort(key=lambda d: -d.score)
+    return found
+
+
+class DieFinder:
+    """The finder net, loaded once; `find` is safe to call from one thread at a time."""
+
+    def __init__(self, model: Path = DEFAULT_MODEL, threshold: float = 0.2) -> None:
+        if not Path(model).exists():
+            raise FileNotFoundError(f"die finder model {model} is missing; train one with "
+                                    "`python -m scanner.finder_training` or reinstall dicetray")
+        self.net = cv2.dnn.readNetFromONNX(str(model))
+        self.threshold = threshold
+
+    def raw(self, image: np.ndarray) -> np.ndarray:
+        """The net's output map for a BGR frame: CxHxW."""
+        self.net.setInput(to_blob(image))
+        return self.net.forward()[0]
+
+    def find(self, image: np.ndarray) -> list[FoundDie]:
+        return decode(self.raw(image), (image.shape[1], image.shape[0]), self.threshold)
+
+
+@dataclass(frozen=True)
+class FinderRules:
+    """When a die the net found is added to the dice a hand-written reader found."""
+
+    #: The net's centre score a die needs to be added...
+    min_score: float = 0.3
+    #: ...and its colour probability to be read rather than "unsure"; a die whose colour the
+    #: net is unsure of needs a higher score (a second look at a die already read, its side
+    #: face or its shadow, is neither clearly a die nor clearly coloured).
+    min_colour: float = 0.85
+    min_score_unsure: float = 0.7
+    #: A Tally die it added is named when the net is this sure which die it is (and its body
+    #: colour agrees).
+    min_identity: float = 0.6
+    #: Whether a Tally die it found but could not name is added (as a die to tap and set).
+    unnamed_tally: bool = True
+    #: Its face counts as cocked above this probability.
+    cocked: float = 0.5
+    #: It is the same die as a reading closer than this many sides; closer than touching
+    #: (flat dice lie at least a side apart, centre to centre) it needs near_score, since there
+    #: it is as likely a side face or the shadow of the die beside it.
+    same_die: float = 0.7
+    touching: float = 1.3
+    near_score: float = 0.6
+
+    def admits(self, die: FoundDie, others: Sequence[tuple[tuple[float, float], float]]) -> bool:
+        """Whether `die` is one more die beside `others` (centre, side) already found."""
+        if die.score < self.min_score:
+            return False
+        gaps = [math.dist(die.center, centre) / max(die.side, side, 1.0) for centre, side in others]
+        if any(gap < self.same_die for gap in gaps):
+            return False
+        return die.score >= self.near_score or all(gap >= self.touching for gap in gaps)
+
+
+def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie],
+                    rules: FinderRules = FinderRules()) -> list[DieReading]:
+    """The reader's dice plus the ones the net found that none of them is. The reader's own
+    judgement of a die stands (its view model tells a leaning die better than the net)."""
+    result = list(readings)
+    for die in found:
+        if not rules.admits(die, [(r.center, r.size) for r in result]):
+            continue
+        best = int(np.argmax(die.colours))
+        confidence = round(min(die.score, die.colours[best]), 4)
+        face = TOSSUP_FACES[best] if die.colours[best] >= rules.min_colour else UNSURE
+        if face == UNSURE and die.score < rules.min_score_unsure:
+            continue
+        result.append(DieReading(
+            center=die.center, corners=die.corners(), die="tossup", face=face, confidence=confidence,
+            cocked=die.cocked >= rules.cocked, size=die.side,
+        ))
+    result.sort(key=lambda d: (d.center[1], d.center[0]))
+    return result

@@ -1,0 +1,179 @@
+"""The learned die finder: its targets and decoding agree, and the shipped net finds dice."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from scanner.evaluate import Scorecard
+from scanner.finder import (CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, STRIDE, DieFinder, FinderRules, FoundDie, complete_tossup, decode,
+                            input_size)
+from scanner.finder_training import CANVAS, Example, encode_targets, random_transform, relight, sample
+from scanner.frames import UNSURE, DieReading
+from scanner.labels import LabelledDie, photo_labels
+from scanner.reader import Scanner
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def square(cx: float, cy: float, side: float, turn_deg: float, die: str = "tossup", face: str = "green",
+           cocked: bool = False) -> LabelledDie:
+    found = FoundDie((cx, cy), side, math.radians(turn_deg), 1.0, 0.0, (1.0, 0.0, 0.0))
+    return LabelledDie(die, face, (cx, cy), found.corners(), cocked)
+
+
+def logits_from(target: np.ndarray) -> np.ndarray:
+    """What a perfect net would answer for a target: logits for the maps, values for the rest."""
+    raw = target.copy()
+    heat = np.clip(target[0], 1e-4, 1 - 1e-4)
+    raw[0] = np.log(heat / (1 - heat))
+    for group in (FACE_CHANNELS, IDENTITY_CHANNELS):
+        raw[group] = -10.0
+        for index in range(group.stop - group.start):
+            raw[group.start + index][target[group.start] == index] = 10.0
+    return raw
+
+
+def test_decoding_a_perfect_answer_gives_back_every_die():
+    dice = [square(60.0, 50.0, 14.0, 10.0), square(200.5, 90.25, 11.0, 37.0, die="blue", face="(10)"),
+            square(150.0, 40.0, 12.0, 5.0, face="red"),
+            square(120.0, 150.0, 16.0, 80.0, face="yellow", cocked=True)]
+    identity = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    target, weight = encode_targets(dice, [1.0] * 4, identity)
+    assert target.shape == (len(CHANNELS), CANVAS[1] // STRIDE, CANVAS[0] // STRIDE)
+    assert weight[0].min() == 1.0  # every cell is taught the centre map
+    found = decode(logits_from(target), CANVAS, threshold=0.5)
+    assert len(found) == 4
+    for die in dice:
+        best = min(found, key=lambda f: math.dist(f.center, die.center))
+        assert math.dist(best.center, die.center) < 0.01
+        assert best.side == pytest.approx(die.size, rel=1e-3)
+        expected = np.array(die.corners)
+        assert np.abs(np.array(best.corners()) - expected).max() < 0.05
+        assert (best.cocked > 0.5) == die.cocked
+        if die.die == "tossup" and not die.cocked:  # a cocked die's colour is not taught (which face is up is unclear)
+            assert ("green", "yellow", "red")[int(np.argmax(best.colours))] == die.face
+        assert IDENTITIES[int(np.argmax(best.identities))] == die.die
+
+
+def test_colours_are_taught_only_on_flat_toss_up_dice():
+    dice = [square(60.0, 50.0, 14.0, 0.0, face="yellow", cocked=True),
+            square(200.0, 90.0, 14.0, 0.0, die="red", face="star")]
+    target, weight = encode_targets(dice, [1.0, 1.0], np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    assert weight[FACE_CHANNELS].max() == 0.0
+    assert weight[1:7].max() == 1.0
+    assert weight[IDENTITY_CHANNELS].max() == 1.0  # which die it is, though, is taught on both
+
+
+def test_hidden_dice_are_neither_dice_nor_background():
+    target, weight = encode_targets([square(60.0, 50.0, 14.0, 0.0)], [0.1], np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    assert target.max() == 0.0
+    assert weight[0, 50 // STRIDE, 60 // STRIDE] == 0.0
+    assert weight[0, 0, 0] == 1.0
+
+
+def test_augmented_samples_keep_the_dice_under_their_targets():
+    rng = np.random.default_rng(3)
+    frame = np.full((360, 640, 3), 40, np.uint8)
+    die = square(320.0, 180.0, 30.0, 20.0)
+    cv2.fillConvexPoly(frame, np.array(die.corners, np.int32), (255, 255, 255))
+    example = Example(frame, (die,), (1.0,), "synthetic")
+    for _ in range(5):
+        x, target, weight = sample(rng, example)
+        assert x.shape == (3, CANVAS[1], CANVAS[0]) and x.dtype == np.float32
+        gy, gx = np.unravel_index(np.argmax(target[0]), target[0].shape)
+        if target[0, gy, gx] < 1.0:
+            continue  # shifted off the canvas
+        cell = x[:, gy * STRIDE:(gy + 1) * STRIDE, gx * STRIDE:(gx + 1) * STRIDE].mean(axis=0)
+        # The die is the brightest thing, whatever lamp and camera the sample was given.
+        assert cell.mean() > x.mean(axis=0).mean()
+
+
+def test_a_random_transform_keeps_the_frame_roughly_the_canvas_size():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        matrix = random_transform(rng, (1280, 720))
+        scale = math.sqrt(abs(np.linalg.det(matrix[:, :2])))
+        assert 0.7 * CANVAS[0] / 1280 - 1e-9 <= scale <= 1.35 * CANVAS[0] / 1280 + 1e-9
+
+
+def test_relighting_keeps_the_picture_size_and_type():
+    image = np.random.default_rng(1).integers(0, 256, (64, 96, 3), dtype=np.uint8)
+    out = relight(np.random.default_rng(2), image)
+    assert out.shape == image.shape and out.dtype == np.uint8
+
+
+def test_input_size_follows_the_frame_aspect():
+    assert input_size(1280, 720) == (320, 184)
+    assert input_size(640, 480) == (320, 240)
+
+
+def test_a_missing_model_says_how_to_get_one(tmp_path):
+    with pytest.raises(FileNotFoundError, match="finder_training"):
+        DieFinder(tmp_path / "none.onnx")
+
+
+def reading(x: float, y: float, size: float = 20.0) -> DieReading:
+    return DieReading((x, y), ((x - 10, y - 10), (x + 10, y - 10), (x + 10, y + 10), (x - 10, y + 10)),
+                      "tossup", "red", 0.9, size=size)
+
+
+def found(x: float, y: float, score: float = 0.9, colours=(0.95, 0.03, 0.02), cocked: float = 0.1) -> FoundDie:
+    return FoundDie((x, y), 20.0, 0.0, score, cocked, colours)
+
+
+def test_the_finder_only_adds_dice_the_reader_did_not_find():
+    readings = [reading(100, 100)]
+    result = complete_tossup(readings, [found(105, 102), found(200, 100), found(300, 100, score=0.2)])
+    assert [r.center for r in result] == [(100, 100), (200, 100)]
+    added = result[1]
+    assert added.face == "green" and added.die == "tossup" and not added.cocked
+    assert len(added.corners) == 4
+
+
+def test_an_added_die_of_unclear_colour_is_unsure_and_a_leaning_one_is_cocked():
+    result = complete_tossup([], [found(50, 50, colours=(0.5, 0.45, 0.05)), found(150, 50, cocked=0.9)],
+                             FinderRules(min_colour=0.85))
+    assert result[0].face == UNSURE
+    assert result[1].cocked
+
+
+@pytest.fixture(scope="module")
+def finder() -> DieFinder:
+    return DieFinder()
+
+
+def test_the_shipped_net_finds_toss_up_dice_it_never_saw(finder):
+    # The test split is never shown to the net in training (scanner/finder_training.py).
+    card = Scorecard()
+    for photo in photo_labels(FIXTURES / "tossup", "test"):
+        image = cv2.imread(str(photo.image))
+        dice = complete_tossup([], finder.find(image))
+        card.add(photo.image.name, photo.dice, dice)
+    summary = card.summary()
+    assert summary["detection_recall"] >= 0.95, card.failures
+    assert summary["detection_precision"] >= 0.95, card.failures
+    assert summary["wrong_confident_rate"] <= 0.01, card.confusion_table()
+
+
+def test_the_scanner_adds_the_finders_dice_to_the_readers(finder):
+    photo = next(p for p in photo_labels(FIXTURES / "tossup", "test") if p.image.name == "tossup-s06-r08.jpg")
+    image = cv2.imread(str(photo.image))
+    alone = Scanner("tossup", use_finder=False).read(image)
+    helped = Scanner("tossup", finder=finder).read(image)
+    assert len(helped) > len(alone)
+    card = Scorecard()
+    card.add(photo.image.name, photo.dice, helped)
+    assert card.summary()["detection_recall"] > len(alone) / len(photo.dice)
+
+
+def test_a_weak_find_beside_a_die_already_read_is_taken_for_its_side_face():
+    # 1.1 sides from the reading's centre: a die touching it, or its side face or shadow.
+    readings = [reading(100, 100)]
+    assert complete_tossup(readings, [found(122, 100, score=0.55)]) == readings
+    assert len(complete_tossup(readings, [found(122, 100, score=0.8)])) == 2
+    assert len(complete_tossup(readings, [found(160, 100, score=0.55)])) == 2
