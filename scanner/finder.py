@@ -143,7 +143,7 @@ class FinderRules:
     #: ...and its colour probability to be read rather than "unsure"; a die whose colour the
     #: net is unsure of needs a higher score (a second look at a die already read, its side
     #: face or its shadow, is neither clearly a die nor clearly coloured).
-    min_colour: float = 0.85
+    min_colour: float = 0.95
     min_score_unsure: float = 0.7
     #: A Tally die it added is named when the net is this sure which die it is (and its body
     #: colour agrees).

@@ -149,15 +149,17 @@ def finder() -> DieFinder:
 
 def test_the_shipped_net_finds_toss_up_dice_it_never_saw(finder):
     # The test split is never shown to the net in training (scanner/finder_training.py).
+    # Measured alone, without the hand-written reader: recall 0.978, precision 1.0, no wrong
+    # colour read with confidence (368 dice).
     card = Scorecard()
     for photo in photo_labels(FIXTURES / "tossup", "test"):
         image = cv2.imread(str(photo.image))
         dice = complete_tossup([], finder.find(image))
         card.add(photo.image.name, photo.dice, dice)
     summary = card.summary()
-    assert summary["detection_recall"] >= 0.95, card.failures
-    assert summary["detection_precision"] >= 0.95, card.failures
-    assert summary["wrong_confident_rate"] <= 0.01, card.confusion_table()
+    assert summary["detection_recall"] >= 0.96, card.failures
+    assert summary["detection_precision"] >= 0.98, card.failures
+    assert summary["wrong_confident_rate"] <= 0.005, card.confusion_table()
 
 
 def test_the_scanner_adds_the_finders_dice_to_the_readers(finder):

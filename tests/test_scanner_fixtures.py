@@ -21,14 +21,14 @@ from scanner.reader import Scanner
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 # Floors over both splits, a little below the measured figures with the die finder (190
-# photos, 950 dice: recall 0.979, precision 0.995, cocked 0.57 with 5 false alarms; the
+# photos, 950 dice: recall 0.986, precision 0.995, cocked 0.60 with 5 false alarms; the
 # finder learned from the dev half, so this is kinder than the test split alone). Without the
 # finder: recall 0.924, cocked 0.65; cocked recall fell because the cocked dice that only the
 # finder finds are rarely flagged by it. Product targets: recall and precision >= 0.995,
 # cocked recall >= 0.90.
-RECALL_FLOOR = 0.97
+RECALL_FLOOR = 0.975
 PRECISION_FLOOR = 0.99
-COCKED_FLOOR = 0.5
+COCKED_FLOOR = 0.55
 #: False cocked alarms per flat die read.
 FALSE_COCKED_RATE = 0.01
 
@@ -75,7 +75,7 @@ def test_a_patterned_cloth_does_not_hide_the_dice_on_it():
     assert labels, "no patterned cloth in the fixtures"
     card = score_photos(Scanner("tossup").read, labels)
     summary = card.summary()
-    # measured 0.944 with the die finder (dev photos it learned from among them); 0.732 without
+    # measured 0.958 with the die finder (dev photos it learned from among them); 0.732 without
     # it (0.655 dropping all open insets)
     assert summary["detection_recall"] >= 0.9, card.failures
     assert summary["detection_precision"] >= 0.95, card.failures
