@@ -189,12 +189,15 @@ def sample(rng: np.random.Generator, example: Example, canvas: tuple[int, int] =
 
 
 def batches(rng: np.random.Generator, examples: Sequence[Example], size: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Endless batches of `size` augmented samples: (inputs, targets, weights)."""
     while True:
         picks = [sample(rng, examples[int(i)]) for i in rng.integers(0, len(examples), size)]
-        yield tuple(np.stack(part) for part in zip(*picks))  # type: ignore[misc]
+        inputs, targets, weights = zip(*picks)
+        yield np.stack(inputs), np.stack(targets), np.stack(weights)
 
 
 def build_net():  # pragma: no cover - needs PyTorch
+    import torch
     import torch.nn as nn
 
     def block(cin: int, cout: int, stride: int = 1, dilation: int = 1) -> nn.Sequential:
@@ -212,12 +215,10 @@ def build_net():  # pragma: no cover - needs PyTorch
             self.fuse = nn.Sequential(nn.Conv2d(72, 24, 1, bias=False), nn.BatchNorm2d(24), nn.ReLU(inplace=True), block(24, 24))
             self.head = nn.Conv2d(24, len(CHANNELS), 1)
             nn.init.constant_(self.head.bias, 0.0)
-            with __import__("torch").no_grad():
+            with torch.no_grad():
                 self.head.bias[0] = -2.19  # a 10 % prior for "a die's centre is here"
 
         def forward(self, x):
-            import torch
-
             quarter = self.quarter(self.to_half(x))
             eighth = self.eighth(quarter)
             return self.head(self.fuse(torch.cat([quarter, self.up(eighth)], dim=1)))

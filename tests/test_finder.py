@@ -12,7 +12,7 @@ import pytest
 from scanner.evaluate import Scorecard
 from scanner.finder import (CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, STRIDE, DieFinder, FinderRules, FoundDie, complete_tossup, decode,
                             input_size)
-from scanner.finder_training import CANVAS, Example, encode_targets, random_transform, relight, sample
+from scanner.finder_training import CANVAS, Example, batches, encode_targets, random_transform, relight, sample
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
@@ -91,6 +91,14 @@ def test_augmented_samples_keep_the_dice_under_their_targets():
         cell = x[:, gy * STRIDE:(gy + 1) * STRIDE, gx * STRIDE:(gx + 1) * STRIDE].mean(axis=0)
         # The die is the brightest thing, whatever lamp and camera the sample was given.
         assert cell.mean() > x.mean(axis=0).mean()
+
+
+def test_batches_stack_augmented_samples_of_the_examples():
+    frame = np.full((360, 640, 3), 40, np.uint8)
+    example = Example(frame, (square(320.0, 180.0, 30.0, 0.0),), (1.0,), "synthetic")
+    inputs, targets, weights = next(batches(np.random.default_rng(4), [example], 3))
+    assert inputs.shape == (3, 3, CANVAS[1], CANVAS[0])
+    assert targets.shape == weights.shape == (3, len(CHANNELS), CANVAS[1] // STRIDE, CANVAS[0] // STRIDE)
 
 
 def test_a_random_transform_keeps_the_frame_roughly_the_canvas_size():
