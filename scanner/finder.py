@@ -10,7 +10,7 @@ It is trained by `scanner/finder_training.py` from the project's own fixtures (d
 teach set only) and shipped as `scanner/data/finder.onnx`.
 
 The hand-written readers stay in charge; the finder adds the dice they missed (see
-`complete_tossup`), because it has seen only renders and a hand-written rule fails in ways
+`complete_tossup` and `TallyReader._with_found`), because it has seen only renders and a hand-written rule fails in ways
 that are easier to reason about on photos nobody here has.
 """
 

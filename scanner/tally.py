@@ -1229,7 +1229,7 @@ class TallyReader:
 
     model: TallyModel
     params: TallyParams = field(default_factory=TallyParams)
-    #: The learned die finder: adds the dice the colour blobs missed and flags cocked dice.
+    #: The learned die finder: adds the dice the colour blobs missed (see _with_found).
     finder: DieFinder | None = None
     finder_rules: FinderRules = field(default_factory=FinderRules)
 
@@ -1315,6 +1315,23 @@ class TallyReader:
                 break
             best, best_quad = scores[index], tries[index].astype(np.float32)
         return best_quad
+
+    def _read_or_place(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, typical: float | None,
+                       rivals: Collection[str] = ()) -> tuple[str, float, dict[str, float]]:
+        """(face, face confidence, scores) of `blob` as `die`; an unsure face is read again on
+        the square placed where its print looks most like a face, and moves the blob there."""
+        read = self._read_face(image, gains, blob.quad, die, blob.clipped, rivals=rivals)
+        if read[0] != UNSURE:
+            return read
+        placed = self._placed(image, gains, blob.quad, die, typical)
+        # The square was placed to look like some face: that one must win by more.
+        again = self._read_face(image, gains, placed, die, blob.clipped, self.params.placed_ratio, rivals)
+        # Only a face read for sure moves the die: an unsure one keeps what the tray checks
+        # judge (a patch of tray would look more printed).
+        if again[0] == UNSURE:
+            return read
+        blob.place(placed, mean_side(placed))
+        return again
 
     def _identify_by_print(self, image: np.ndarray, gains: np.ndarray, blob: Blob, distances: Mapping[str, float],
                            taken: Mapping[str, float]) -> tuple[str, float, str, float, dict[str, float]]:
@@ -1467,16 +1484,7 @@ class TallyReader:
                 rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
                           and d <= self.params.clipped_identity_distance and not _held_elsewhere(other, d, taken)
                           ] if blob.clipped > self.params.max_clipped else []
-                face, face_confidence, scores = self._read_face(image, gains, blob.quad, die, blob.clipped, rivals=rivals)
-                if face == UNSURE:
-                    placed = self._placed(image, gains, blob.quad, die, typical)
-                    # The square was placed to look like some face: that one must win by more.
-                    again = self._read_face(image, gains, placed, die, blob.clipped, self.params.placed_ratio, rivals)
-                    # Only a face read for sure moves the die: an unsure one keeps what the
-                    # tray checks below judge (a patch of tray would look more printed).
-                    if again[0] != UNSURE:
-                        face, face_confidence, scores = again
-                        blob.place(placed, mean_side(placed))
+                face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals)
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, on a white or black patch
                 # whose print looks like none of the Up Die's faces, or with hardly any print
@@ -1510,13 +1518,7 @@ class TallyReader:
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
             if with_faces and name != UNSURE:
-                face, face_confidence, scores = self._read_face(image, gains, quad, name, 0.0)
-                if face == UNSURE:
-                    placed = self._placed(image, gains, quad, name, typical)
-                    again = self._read_face(image, gains, placed, name, 0.0, self.params.placed_ratio)
-                    if again[0] != UNSURE:
-                        face, face_confidence, scores = again
-                        blob.place(placed, mean_side(placed))
+                face, face_confidence, scores = self._read_or_place(image, gains, blob, name, typical)
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
             if name == UNSURE and not rules.unnamed_tally:
                 continue
