@@ -6,8 +6,8 @@ needs OpenCV only):
     python -m venv .trainenv && .trainenv/bin/pip install torch onnx opencv-python-headless
     .trainenv/bin/python -m scanner.finder_training --out scanner/data/finder.onnx
 
-It learns from the dev split's stills, the settled frames of the dev videos and the teach set,
-never from the test split or the alternative Tally look (`fixtures/alt`), which measure it.
+It learns from the dev split's stills, the settled frames of the dev videos, the teach set and
+the lean set (`fixtures/lean`: scenes of their own with a cocked die in every roll), never from the test split or the alternative Tally look (`fixtures/alt`), which measure it.
 Every photo is shown many times with a new random turn, scale, shift, lamp colour, brightness,
 stray light, noise, blur and JPEG compression, so that it learns dice rather than our tables.
 The targets (`encode_targets`) and the augmentation are plain numpy and tested without PyTorch.
@@ -49,9 +49,11 @@ class Example:
 
 
 def load_examples(fixtures: Path, setups_out: Sequence[str] = ()) -> list[Example]:
-    """The dev and teach pictures of both dice sets, less any setup named in `setups_out`."""
+    """The dev, teach and lean pictures of both dice sets, less any setup named in `setups_out`."""
     examples = []
-    folders = [(fixtures / "tossup", "dev"), (fixtures / "tallyup", "dev"), (fixtures / "tallyup-teach", "teach")]
+    folders = [(fixtures / "tossup", "dev"), (fixtures / "tallyup", "dev"), (fixtures / "tallyup-teach", "teach"),
+               # Scenes of their own with a die leaning in every roll: the library alone has too few.
+               (fixtures / "lean" / "tossup", "lean"), (fixtures / "lean" / "tallyup", "lean")]
     for folder, split in folders:
         for photo in photo_labels(folder, split):
             if photo.scene.get("setup") in setups_out or any(photo.image.name.startswith(s + "-") for s in setups_out):

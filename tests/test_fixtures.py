@@ -16,7 +16,10 @@ import pytest
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 STILL_DIRS = {"tossup": "tossup", "tallyup": "tallyup", "tallyup-teach": "tallyup",
               # the second, differently looking Tally set (issue 5), in scenes of its own
-              "alt/tallyup": "tallyup", "alt/tallyup-teach": "tallyup"}
+              "alt/tallyup": "tallyup", "alt/tallyup-teach": "tallyup",
+              # training pictures for the die finder's cocked output, in scenes of their own
+              "lean/tossup": "tossup", "lean/tallyup": "tallyup"}
+LEAN_DIRS = ("lean/tossup", "lean/tallyup")
 VIDEO_DIR = "videos"
 
 from scorekeeper.rules.dice import TALLY_FACES, UP_FACES
@@ -147,12 +150,27 @@ def test_video(path: Path):
 def test_splits_are_by_setup():
     sp = json.loads((FIX / "splits.json").read_text())["setups"]
     assert set(sp.values()) <= {"dev", "test", "teach"}
-    for p in STILL_LABELS + VIDEO_LABELS:
+    for p in [p for p in STILL_LABELS if _folder(p) not in LEAN_DIRS] + VIDEO_LABELS:
         sc = _load(p)["scene"]
         assert sp[sc["setup"]] == sc["split"], f"{p.name}: split disagrees with splits.json"
     games = [s for s in sp if not s.startswith("teach")]
     dev = sum(sp[s] == "dev" for s in games)
     assert 0.5 <= dev / len(games) <= 0.7
+
+
+@pytest.mark.parametrize("folder", LEAN_DIRS)
+def test_the_lean_set_is_a_split_of_its_own_with_a_cocked_die_in_most_rolls(folder: str):
+    labels = [_load(p) for p in _labels(folder)]
+    assert len(labels) >= 20
+    library = json.loads((FIX / "splits.json").read_text())["setups"]
+    for lab in labels:
+        scene = lab["scene"]
+        assert scene["split"] == "lean" and scene["setup"].startswith("lean-"), lab["image"]
+        assert scene["setup"] not in library
+        # its own scenes: drawn from another base seed than any library setup
+        assert scene["seed"][0] != json.loads(next((FIX / folder.split("/")[1]).glob("*.json")).read_text())["scene"]["seed"][0]
+    leaning = sum(any(d["cocked"] for d in lab["dice"]) for lab in labels)
+    assert leaning >= 0.8 * len(labels), f"{leaning} of {len(labels)} rolls have a cocked die"
 
 
 @pytest.mark.parametrize("folder", ["tossup", "tallyup"])
