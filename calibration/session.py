@@ -27,6 +27,7 @@ from calibration.steps import (
     CheckResult, ConfirmedDie, Coverage, Framing, Quad, TossUpLearned, TrayFit, black_level, check, check_die, check_quad,
     find_tray, framing, grow_tray, learn_tossup, readings_json, square_at, tally_coverage,
 )
+from scanner.finder import DieFinder
 from scanner.frames import DieReading
 from scanner.reader import Scanner, subtract_black_level
 from scanner.tally import TallyModel, TallyReader, default_model
@@ -75,8 +76,11 @@ def _now() -> str:
 class CalibrationSession:
     """The wizard's state; every method is safe to call from any request thread."""
 
-    def __init__(self, name: str, base: Profile | None = None, need: int = 3) -> None:
+    def __init__(self, name: str, base: Profile | None = None, need: int = 3, finder: DieFinder | None = None) -> None:
         self.name = check_name(name)
+        #: The die finder every roll and the check are read with, as the scanner reads them;
+        #: None = the built-in net, loaded at the first roll.
+        self._finder = finder
         self.base = base or Profile(name=name)
         self.need = need
         self._lock = threading.RLock()
@@ -184,11 +188,18 @@ class CalibrationSession:
         with self._lock:
             return self.learned.params if self.learned else self.base.tossup
 
+    def finder(self) -> DieFinder:
+        with self._lock:
+            if self._finder is None:
+                self._finder = DieFinder()
+            return self._finder
+
     def _tally(self) -> TallyReader:
         model = self.tally_model or self.base.tallyup or default_model()
+        finder = self.finder()
         with self._lock:
             if self._tally_reader is None or self._tally_reader[0] is not model:
-                self._tally_reader = (model, TallyReader(model))
+                self._tally_reader = (model, TallyReader(model, finder=finder))
             return self._tally_reader[1]
 
     def capture_roll(self, image: np.ndarray, dice_set: str) -> dict[str, Any]:
@@ -197,7 +208,8 @@ class CalibrationSession:
         # Read as the saved profile's scanner will: without this table's stray light (for Toss
         # Up also with the white thresholds moved as the scanner moves them).
         if dice_set == "tossup":
-            readings = list(Scanner("tossup", tossup=self.tossup_params(), black_level=self._black_level()).read(image))
+            readings = list(Scanner("tossup", tossup=self.tossup_params(), black_level=self._black_level(),
+                                    finder=self.finder()).read(image))
         else:
             readings = list(self._tally().read(subtract_black_level(image, self._black_level())))
         # Not cut to the tray yet: the tray found in the empty photo may be a little small, and
@@ -340,7 +352,7 @@ class CalibrationSession:
         profile = self.profile()
         return Scanner(dice_set=dice_set, tossup=profile.tossup, tally=profile.tallyup, tray=profile.tray,
                        die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level,
-                       empty_tray=empty if empty is not None else self._empty_image())
+                       empty_tray=empty if empty is not None else self._empty_image(), finder=self.finder())
 
     def run_check(self) -> dict[str, Any]:
         rolls = [(s.image(), s.confirmed or ()) for s in self._confirmed("tossup") + self._confirmed("tallyup")]

@@ -14,7 +14,7 @@ import numpy as np
 from scanner.finder import DieFinder, FinderRules, complete_tossup
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
-from scanner.tossup import TossUpParams, illuminant, read_tossup
+from scanner.tossup import TossUpParams, illuminant, read_tossup, rim_colour
 from scanner.tray import drop_empty_look, keep_in_tray
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,8 @@ class Scanner:
             readings = read_tossup(image, tossup)
             if self.finder is None:
                 return readings
-            return complete_tossup(readings, self.finder.find(image), self.finder_rules)
+            return complete_tossup(readings, self.finder.find(image), self.finder_rules,
+                                   lambda center, side: rim_colour(image, center, side, tossup))
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
             return self._tally_reader.read(image)

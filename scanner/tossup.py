@@ -448,6 +448,45 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     return readings
 
 
+def rim_colour(image: np.ndarray, center: tuple[float, float], side: float,
+               params: TossUpParams | None = None) -> tuple[str, float]:
+    """(face, confidence) of the inset framed by a white rim at a die's top face found by
+    other means (the die finder), read against that rim as `read_tossup` reads its own dice;
+    ("unsure", 0.0) when no inset of the die's size lies there.
+
+    `center` and `side` are the top face's, in pixels of `image` (a full BGR frame: the lamp's
+    white is taken from all of it).
+    """
+    params = params or TossUpParams()
+    scale = 2.0 if image.shape[1] > WORK_WIDTH else 1.0
+    lamp = illuminant(image)
+    x, y, half = center[0] / scale, center[1] / scale, side / scale
+    reach = int(1.2 * half) + 4
+    x0, y0 = max(int(x) - reach, 0), max(int(y) - reach, 0)
+    x1, y1 = min(int(x) + reach, int(image.shape[1] / scale)), min(int(y) + reach, int(image.shape[0] / scale))
+    if x1 - x0 < 8 or y1 - y0 < 8:
+        return UNSURE, 0.0
+    full = (slice(int(y0 * scale), int(y1 * scale)), slice(int(x0 * scale), int(x1 * scale)))
+    window = image[full]
+    if scale > 1:
+        window = cv2.resize(window, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
+    balanced = cv2.transform(window, np.diag(235.0 / lamp).astype(np.float32))
+    white, _, _ = _white_mask(balanced, params)
+    inset_side = half / params.face_per_inset
+    here = (x - x0, y - y0)
+    # A die in a wall's shadow has a rim white only against that shadow, as in find_insets.
+    for rims, dim in ((white.bright, False), (white.dim, True)):
+        insets = [i for i in (_inset(c, 0.4 * inset_side) for c in _holes(rims)[0]) if i is not None
+                  and 0.6 * inset_side <= i.side <= 1.3 * inset_side and i.aspect >= params.top_aspect
+                  and math.dist(i.center, here) <= 0.3 * inset_side]
+        if insets:
+            inset = min(insets, key=lambda i: math.dist(i.center, here))
+            inset.dim = dim
+            face, confidence, _ = read_colour(window, white, inset, params)
+            return face, confidence
+    return UNSURE, 0.0
+
+
 def _choose_dice(
     insets: list[Inset], colours: dict[int, tuple[str, float, float]], params: TossUpParams,
 ) -> tuple[list[Inset], list[tuple[Inset, Inset | None]]]:

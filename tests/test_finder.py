@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -12,10 +13,12 @@ import pytest
 from scanner.evaluate import Scorecard
 from scanner.finder import (CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, STRIDE, DieFinder, FinderRules, FoundDie, complete_tossup, decode,
                             input_size)
-from scanner.finder_training import CANVAS, Example, batches, encode_targets, random_transform, relight, sample
+from scanner.finder_training import CANVAS, Example, batches, encode_targets, load_examples, random_transform, relight, sample
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
+from scanner.tossup import rim_colour
+from scorekeeper.live_synthetic import draw_tray
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -150,6 +153,26 @@ def test_an_added_die_of_unclear_colour_is_unsure_and_a_leaning_one_is_cocked():
     assert result[1].cocked
 
 
+def test_the_rim_names_an_added_die_the_net_is_unsure_of_and_a_disagreement_is_unsure():
+    unsure_yellow = found(50, 50, colours=(0.2, 0.75, 0.05))
+    assert complete_tossup([], [unsure_yellow], rim_colour=lambda c, s: ("yellow", 0.8))[0].face == "yellow"
+    assert complete_tossup([], [unsure_yellow], rim_colour=lambda c, s: (UNSURE, 0.0))[0].face == UNSURE
+    # the rim says red where the net leans yellow, or even where it is sure of green
+    assert complete_tossup([], [unsure_yellow], rim_colour=lambda c, s: ("red", 0.9))[0].face == UNSURE
+    assert complete_tossup([], [found(50, 50)], rim_colour=lambda c, s: ("red", 0.9))[0].face == UNSURE
+    assert complete_tossup([], [found(50, 50)], rim_colour=lambda c, s: ("green", 0.9))[0].face == "green"
+
+
+@pytest.mark.parametrize("face", ["green", "yellow", "red"])
+@pytest.mark.parametrize("cast", [(0.55, 0.8, 1.0), (1.0, 0.97, 0.93)])
+def test_rim_colour_reads_a_drawn_die_against_its_own_rim(face, cast):
+    image = draw_tray([(640, 360, face, 0.3)], background=(40, 95, 30), cast=cast, gain=0.7)
+    assert rim_colour(image, (640, 360), 48.0)[0] == face
+    # nothing of a die's size at an empty spot of the tray, nor off the frame's edge
+    assert rim_colour(image, (300, 500), 48.0) == (UNSURE, 0.0)
+    assert rim_colour(image, (1279, 719), 48.0) == (UNSURE, 0.0)
+
+
 @pytest.fixture(scope="module")
 def finder() -> DieFinder:
     return DieFinder()
@@ -187,3 +210,23 @@ def test_a_weak_find_beside_a_die_already_read_is_taken_for_its_side_face():
     assert complete_tossup(readings, [found(122, 100, score=0.55)]) == readings
     assert len(complete_tossup(readings, [found(122, 100, score=0.8)])) == 2
     assert len(complete_tossup(readings, [found(160, 100, score=0.55)])) == 2
+
+
+def _labelled_still(folder: Path, name: str, split: str, setup: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(folder / f"{name}.jpg"), np.full((72, 128, 3), 90, np.uint8))
+    die = {"die": "tossup", "face": "red", "center": [64, 36], "corners": [[54, 26], [74, 26], [74, 46], [54, 46]],
+           "cocked": split == "lean"}
+    (folder / f"{name}.json").write_text(json.dumps({"image": f"{name}.jpg", "dice_set": "tossup", "dice": [die],
+                                                     "scene": {"setup": setup, "split": split}}))
+
+
+def test_training_sees_the_dev_teach_and_lean_pictures_never_the_test_split(tmp_path):
+    _labelled_still(tmp_path / "tossup", "tossup-s00-r00", "dev", "tossup-s00")
+    _labelled_still(tmp_path / "tossup", "tossup-s01-r00", "test", "tossup-s01")
+    _labelled_still(tmp_path / "tallyup-teach", "teach-s00-r00", "teach", "teach-s00")
+    _labelled_still(tmp_path / "lean" / "tossup", "lean-tossup-s00-r00", "lean", "lean-tossup-s00")
+    _labelled_still(tmp_path / "lean" / "tossup", "lean-tossup-s01-r00", "lean", "lean-tossup-s01")
+    (tmp_path / "videos").mkdir()
+    names = sorted(e.name for e in load_examples(tmp_path, ["lean-tossup-s01"]))
+    assert names == ["lean-tossup-s00-r00.jpg", "teach-s00-r00.jpg", "tossup-s00-r00.jpg"]

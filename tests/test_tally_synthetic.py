@@ -648,3 +648,17 @@ def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_found_but_
     finder = StubFinder([_found(named, 400.0, 300.0, 52.0, 0.3, sure=sure)])
     dice = TallyReader(model_a, blind, finder=finder).read(image)
     assert [(d.die, d.face, d.cocked) for d in dice] == [(UNSURE, UNSURE, False)]
+
+
+def test_the_wizards_rolls_are_read_with_the_sessions_die_finder():
+    from calibration.session import CalibrationSession
+
+    # A plain tray: nothing for the colour blobs, one die for the finder, which the session's
+    # Tally and Toss Up steps both read with (as the profile's scanner will).
+    image = np.full((720, 1280, 3), (60, 70, 80), np.uint8)
+    finder = StubFinder([_found("blue", 640.0, 360.0, 52.0, 0.2)])
+    session = CalibrationSession("table", finder=finder)
+    for dice_set in ("tallyup", "tossup"):
+        (die,) = session.capture_roll(image, dice_set)["shot"]["dice"]
+        assert math.dist(die["center"], (640.0, 360.0)) < 1.0
+    assert session.finder() is finder
