@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -163,11 +163,6 @@ class FinderRules:
     same_die: float = 0.7
     touching: float = 1.3
     near_score: float = 0.6
-    #: On a die a hand-written reader found, the net's word on leaning: at or above
-    #: confirm_cocked it is cocked even where the reader saw it flat, and below veto_cocked
-    #: it is flat even where the reader saw it lean (1.01 and 0.0: the reader decides alone).
-    confirm_cocked: float = 1.01
-    veto_cocked: float = 0.0
 
     def admits(self, die: FoundDie, others: Sequence[tuple[tuple[float, float], float]]) -> bool:
         """Whether `die` is one more die beside `others` (centre, side) already found."""
@@ -182,27 +177,25 @@ class FinderRules:
         """Whether `die` is the die a reader found at `center` (its top face `side` across)."""
         return math.dist(die.center, center) < self.same_die * max(die.side, side, 1.0)
 
-    def leans(self, reader_says: bool, center: tuple[float, float], side: float, found: Sequence[FoundDie]) -> bool:
-        """Whether a die a reader found at `center` is cocked, the reader saying `reader_says`
-        and the net what it found there, if anything."""
-        same = [die for die in found if self.same(die, center, side)]
-        if not same:
-            return reader_says
-        net = max(same, key=lambda die: die.score).cocked
-        return net >= self.veto_cocked if reader_says else net >= self.confirm_cocked
-
 
 def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], rules: FinderRules = FinderRules(),
-                    rim_colour: Callable[[tuple[float, float], float], tuple[str, float]] | None = None) -> list[DieReading]:
+                    rim_colour: Callable[[tuple[float, float], float], tuple[str, float]] | None = None,
+                    max_dice: int | None = None) -> list[DieReading]:
     """The reader's dice plus the ones the net found that none of them is. The reader's own
-    judgement of a die's colour stands; whether it leans is judged with the net
-    (`FinderRules.leans`).
+    judgement of a die stands (its view model tells a leaning die better than the net).
 
     `rim_colour(center, side)`, when given, reads an added die's inset against its own white
     rim (`tossup.rim_colour`): it gives the face where the net is unsure of the colour but
     leans the same way, and makes the face unsure where the two disagree.
+
+    More readings than the set has dice (`max_dice`) means the tray fooled the reader (a plaid
+    whose pale stripes frame coloured squares as a rim frames an inset): then only the readings
+    the net found a die at are kept.
     """
-    result = [replace(r, cocked=rules.leans(r.cocked, r.center, r.size, found)) for r in readings]
+    if max_dice is not None and len(readings) > max_dice:
+        readings = [r for r in readings if any(die.score >= rules.min_score and rules.same(die, r.center, r.size)
+                                               for die in found)]
+    result = list(readings)
     for die in found:
         if not rules.admits(die, [(r.center, r.size) for r in result]):
             continue

@@ -89,7 +89,7 @@ class Scanner:
             if self.finder is None:
                 return readings
             return complete_tossup(readings, self.finder.find(image), self.finder_rules,
-                                   lambda center, side: rim_colour(image, center, side, tossup))
+                                   lambda center, side: rim_colour(image, center, side, tossup), tossup.max_dice)
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
             return self._tally_reader.read(image)

@@ -1212,18 +1212,14 @@ class DieRead:
     face: str | None
     confidence: float
     scores: dict[str, float]  # best correlation per face of the identified die
-    #: Whether it is cocked as judged with the die finder; None = by its outline alone.
-    leaning: bool | None = None
-
-    def outline_leans(self, params: TallyParams) -> bool:
-        """Its top face is a thin share of its outline: seen far off-axis, or leaning."""
-        return self.blob.aspect < params.cocked_aspect
+    #: The die finder judged it cocked (a die only the finder found).
+    leaning: bool = False
 
     def reading(self, params: TallyParams) -> DieReading:
         return DieReading(
             center=self.blob.center, corners=tuple((float(x), float(y)) for x, y in self.blob.quad), die=self.die,
             face=self.face, confidence=self.confidence,
-            cocked=self.outline_leans(params) if self.leaning is None else self.leaning, size=self.blob.side,
+            cocked=self.leaning or self.blob.aspect < params.cocked_aspect, size=self.blob.side,
         )
 
 
@@ -1511,8 +1507,7 @@ class TallyReader:
         the finder's word on leaning: on the blobs' dice it raised more false alarms than it
         caught cocked dice (dev tables held out of its training)."""
         rules = self.finder_rules
-        result = [replace(d, leaning=rules.leans(d.outline_leans(self.params), d.blob.center, d.blob.side, found))
-                  for d in dice]
+        result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         for die in found:
             if not rules.admits(die, [(d.blob.center, d.blob.side) for d in result]):
