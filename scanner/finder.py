@@ -168,14 +168,19 @@ class FinderRules:
         """Whether `die` is one more die beside `others` (centre, side) already found."""
         if die.score < self.min_score:
             return False
-        gaps = [math.dist(die.center, centre) / max(die.side, side, 1.0) for centre, side in others]
+        gaps = [_gap(die, centre, side) for centre, side in others]
         if any(gap < self.same_die for gap in gaps):
             return False
         return die.score >= self.near_score or all(gap >= self.touching for gap in gaps)
 
     def same(self, die: FoundDie, center: tuple[float, float], side: float) -> bool:
         """Whether `die` is the die a reader found at `center` (its top face `side` across)."""
-        return math.dist(die.center, center) < self.same_die * max(die.side, side, 1.0)
+        return _gap(die, center, side) < self.same_die
+
+
+def _gap(die: FoundDie, center: tuple[float, float], side: float) -> float:
+    """Centre to centre from `die` to a die at `center`, in the larger one's sides."""
+    return math.dist(die.center, center) / max(die.side, side, 1.0)
 
 
 def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], rules: FinderRules = FinderRules(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from dataclasses import dataclass, field, replace
@@ -88,8 +89,10 @@ class Scanner:
             readings = read_tossup(image, tossup)
             if self.finder is None:
                 return readings
+            # The lamp is measured once a frame, and only if the finder adds a die.
+            lamp = functools.cache(lambda: illuminant(image))
             return complete_tossup(readings, self.finder.find(image), self.finder_rules,
-                                   lambda center, side: rim_colour(image, center, side, tossup), tossup.max_dice)
+                                   lambda center, side: rim_colour(image, center, side, tossup, lamp()), tossup.max_dice)
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
             return self._tally_reader.read(image)

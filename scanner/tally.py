@@ -1513,7 +1513,6 @@ class TallyReader:
             if not rules.admits(die, [(d.blob.center, d.blob.side) for d in result]):
                 continue
             quad = np.float32(die.corners())
-            blown = _blown_share(image, quad)
             name, chance = self._found_identity(image, gains, quad, die, held)
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
@@ -1522,7 +1521,7 @@ class TallyReader:
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
             if name == UNSURE and not rules.unnamed_tally:
                 continue
-            if blown > self.params.max_clipped and face in (None, UNSURE):
+            if face in (None, UNSURE) and _blown_share(image, quad) > self.params.max_clipped:
                 # Mostly blown out and no print read: a lamp's mirror image on the tray.
                 continue
             if name != UNSURE:

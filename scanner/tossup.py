@@ -153,9 +153,11 @@ def _white_mask(balanced: np.ndarray, params: TossUpParams) -> tuple[WhiteMasks,
     return WhiteMasks(bright, dim), high, cv2.subtract(high, low)
 
 
-def _balanced(image: np.ndarray) -> np.ndarray:
-    """The image with the lamp's tint and level divided out (its white at 235)."""
-    return cv2.transform(image, np.diag(235.0 / illuminant(image)).astype(np.float32))
+def _balanced(image: np.ndarray, lamp: np.ndarray | None = None) -> np.ndarray:
+    """The image with the lamp's tint and level divided out (its white at 235); `lamp`: the
+    lamp's `illuminant`, when measured on more than this image."""
+    lamp = illuminant(image) if lamp is None else lamp
+    return cv2.transform(image, np.diag(235.0 / lamp).astype(np.float32))
 
 
 def _quad(contour: np.ndarray) -> np.ndarray:
@@ -449,17 +451,17 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
 
 
 def rim_colour(image: np.ndarray, center: tuple[float, float], side: float,
-               params: TossUpParams | None = None) -> tuple[str, float]:
+               params: TossUpParams | None = None, lamp: np.ndarray | None = None) -> tuple[str, float]:
     """(face, confidence) of the inset framed by a white rim at a die's top face found by
     other means (the die finder), read against that rim as `read_tossup` reads its own dice;
     ("unsure", 0.0) when no inset of the die's size lies there.
 
     `center` and `side` are the top face's, in pixels of `image` (a full BGR frame: the lamp's
-    white is taken from all of it).
+    white is taken from all of it, unless its `illuminant` is given as `lamp`).
     """
     params = params or TossUpParams()
     scale = 2.0 if image.shape[1] > WORK_WIDTH else 1.0
-    lamp = illuminant(image)
+    lamp = illuminant(image) if lamp is None else lamp
     x, y, half = center[0] / scale, center[1] / scale, side / scale
     reach = int(1.2 * half) + 4
     x0, y0 = max(int(x) - reach, 0), max(int(y) - reach, 0)
@@ -470,8 +472,7 @@ def rim_colour(image: np.ndarray, center: tuple[float, float], side: float,
     window = image[full]
     if scale > 1:
         window = cv2.resize(window, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
-    balanced = cv2.transform(window, np.diag(235.0 / lamp).astype(np.float32))
-    white, _, _ = _white_mask(balanced, params)
+    white, _, _ = _white_mask(_balanced(window, lamp), params)
     inset_side = half / params.face_per_inset
     here = (x - x0, y - y0)
     # A die in a wall's shadow has a rim white only against that shadow, as in find_insets.
