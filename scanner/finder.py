@@ -153,6 +153,9 @@ class FinderRules:
     #: A Tally die it added is named when the net is this sure which die it is (and its body
     #: colour agrees).
     min_identity: float = 0.6
+    #: ...or, where the body colour lies as near two dice (a die in shadow), when the net is
+    #: this sure it is one of those two.
+    sure_identity: float = 0.95
     #: Whether a Tally die it found but could not name is added (as a die to tap and set).
     unnamed_tally: bool = True
     #: Its face counts as cocked above this probability.

@@ -112,6 +112,9 @@ class TallyParams:
     min_ring: float = 0.15
     #: A die named by its print, its colour between two dice's (see _identify_by_print).
     print_identity_confidence: float = 0.6
+    #: A die the finder found in a wall's shadow is compared with the learned bodies lit up to
+    #: their brightness, by at most this factor (see relit_distances).
+    max_relight: float = 8.0
     #: Candidate blobs measured per colour (the largest first).
     max_candidates: int = 6
     #: Scales at which a face is compared with the templates.
@@ -1189,9 +1192,38 @@ def assign_identities(distances: Sequence[Mapping[str, float]], params: TallyPar
     return result
 
 
+def relit_distances(body: np.ndarray, model: TallyModel, params: TallyParams) -> dict[str, float]:
+    """Normalised distance of a balanced BGR body colour to every learned body, each coloured
+    body compared as if the die were lit as brightly as that body was learned.
+
+    A die in a wall's shadow is darker than its learned body by a factor, and in 8-bit Lab
+    its chroma shrinks with its lightness until every dark die is nearest a dark grey: the
+    balanced sRGB values, though, keep their ratios (sRGB is a power of linear light). A die
+    without hue (the white Up Die) has only its lightness to tell it by: it keeps the plain
+    distance.
+    """
+    observed = np.float32(body).reshape(3)
+    plain = colour_distances(lab_of(observed), model, params)
+    result = {}
+    for die, learned in model.bodies.items():
+        if math.hypot(learned.lab[1] - 128.0, learned.lab[2] - 128.0) < params.neutral_chroma:
+            result[die] = plain[die]
+            continue
+        target = cv2.cvtColor(np.uint8(np.clip(learned.lab, 0, 255)).reshape(1, 1, 3), cv2.COLOR_LAB2BGR)
+        target = target.reshape(3).astype(np.float32)
+        # Only brighter: a die lit brighter than its body was learned is what glare looks like.
+        gain = min(max(float(observed @ target) / max(float(observed @ observed), 1e-6), 1.0), params.max_relight)
+        result[die] = colour_distances(lab_of(np.clip(observed * gain, 0, 255)), model, params)[die]
+    return result
+
+
 def identify(lab: np.ndarray, model: TallyModel, params: TallyParams) -> tuple[str, float]:
     """(die, confidence) from the body colour; "unsure" when two dice are nearly as close."""
-    distances = colour_distances(lab, model, params)
+    return _nearest(colour_distances(lab, model, params), params)
+
+
+def _nearest(distances: Mapping[str, float], params: TallyParams) -> tuple[str, float]:
+    """(die, confidence) of the nearest body colour; "unsure" when another is nearly as near."""
     ranked = sorted(distances.items(), key=lambda kv: kv[1])
     die, best = ranked[0]
     second = ranked[1][1] if len(ranked) > 1 else best + 10
@@ -1533,18 +1565,30 @@ class TallyReader:
     def _found_identity(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: FoundDie,
                         held: Collection[str]) -> tuple[str, float]:
         """(die, confidence) of a die the finder found: the learned body colour of its top
-        face and the finder must name the same die, and no other die of the frame be it. The
+        face and the finder must name the same die (the net may break a tie between two
+        colours that lie as near, when it is sure), and no other die of the frame be it. The
         finder learned our renders' colours only; the body colours are the user's own."""
         chances = {name: p for name, p in zip(IDENTITIES, die.identities) if name in DIE_FACES}
         if not chances:
             return UNSURE, 0.0
         guess = max(chances, key=chances.__getitem__)
-        _, body, _ = ink_of(face_patch(image, quad, gains))
-        by_colour, colour_confidence = identify(lab_of(body), self.model, self.params)
-        if (guess != by_colour or guess in held or chances[guess] < self.finder_rules.min_identity
-                or by_colour not in self.compiled.templates):
+        if guess in held or guess not in self.compiled.templates:
             return UNSURE, 0.0
-        return guess, round(min(chances[guess], colour_confidence), 4)
+        _, body, _ = ink_of(face_patch(image, quad, gains))
+        # The finder found it where the blobs did not, often in a wall's shadow: the body is
+        # then also compared as if lit as brightly as the dice were learned.
+        for distances in (colour_distances(lab_of(body), self.model, self.params),
+                          relit_distances(body, self.model, self.params)):
+            if distances[guess] > min(min(distances.values()) + self.params.identity_margin,
+                                      self.params.identity_max_distance):
+                continue  # the colour is not (one of) the nearest
+            rivals = [d for die, d in distances.items() if die != guess]
+            margin = min(rivals) - distances[guess] if rivals else 10.0
+            if margin >= self.params.identity_margin and chances[guess] >= self.finder_rules.min_identity:
+                return guess, round(min(chances[guess], 0.5 + margin / 4.0), 4)
+            if chances[guess] >= self.finder_rules.sure_identity:
+                return guess, 0.5  # the net breaks the colour's tie
+        return UNSURE, 0.0
 
 
 def read_tally(image: np.ndarray, model: TallyModel | None = None, params: TallyParams | None = None,

@@ -650,6 +650,55 @@ def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_found_but_
     assert [(d.die, d.face, d.cocked) for d in dice] == [(UNSURE, UNSURE, False)]
 
 
+def _in_shadow(image: np.ndarray, cx: float, cy: float, side: float, factor: float) -> np.ndarray:
+    """The picture with a wall's shadow (`factor` of the light) over a die and the tray round it."""
+    shaded = image.astype(np.float32)
+    x0, y0, x1, y1 = (int(cx - side * 1.5), int(cy - side * 1.5), int(cx + side * 1.5), int(cy + side * 1.5))
+    shaded[y0:y1, x0:x1] *= factor
+    return np.clip(shaded, 0, 255).astype(np.uint8)
+
+
+def test_a_body_in_shadow_is_named_by_its_colour_lit_up_to_the_learned_brightness(model_a):
+    from scanner.tally import TallyParams, colour_distances, lab_of, relit_distances
+
+    params = TallyParams()
+    for die in ("red", "orange", "yellow", "green", "blue"):
+        dark = np.float32(LOOK_A.bodies[die]) * 0.3
+        plain = colour_distances(lab_of(dark), model_a, params)
+        relit = relit_distances(dark, model_a, params)
+        assert min(relit, key=relit.__getitem__) == die, (die, relit)
+        assert relit[die] < plain[die]
+        # The white Up Die has only its lightness: a dark grey is not lit up into it.
+        assert relit["up"] == plain["up"]
+
+
+@pytest.mark.parametrize("sure, expected", [(0.99, "orange"), (0.5, UNSURE)])
+def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_colour_agree(sure, expected, model_a):
+    from scanner.tally import TallyParams, TallyReader
+
+    image, _ = draw_scene([("orange", "star", 400.0, 300.0, 52.0, 0.3), ("blue", "20", 900.0, 400.0, 52.0, 0.2)], seed=9)
+    image = _in_shadow(image, 400.0, 300.0, 52.0, 0.3)
+    blind = replace(TallyParams(), min_print_score=2.0)
+    finder = StubFinder([_found("orange", 400.0, 300.0, 52.0, 0.3, sure=sure)])
+    (die,) = TallyReader(model_a, blind, finder=finder).read_dice(image)
+    assert die.die == expected
+
+
+@pytest.mark.parametrize("named, sure, expected", [("blue", 0.99, "blue"), ("purple", 0.99, "purple"),
+                                                   ("blue", 0.9, UNSURE), ("green", 0.99, UNSURE)])
+def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, sure, expected, model_a):
+    from scanner.tally import TallyParams, TallyReader
+
+    between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
+    look = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(between)})
+    image, _ = draw_scene([("blue", "20", 400.0, 300.0, 52.0, 0.3)], look, seed=4)
+    blind = replace(TallyParams(), min_print_score=2.0)
+    finder = StubFinder([_found(named, 400.0, 300.0, 52.0, 0.3, sure=sure)])
+    (die,) = TallyReader(model_a, blind, finder=finder).read_dice(image)
+    assert die.die == expected
+    assert die.die_confidence == (0.5 if expected != UNSURE else 0.0)
+
+
 def test_the_wizards_rolls_are_read_with_the_sessions_die_finder():
     from calibration.session import CalibrationSession
 
