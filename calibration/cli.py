@@ -74,6 +74,14 @@ def check_command(profile: Path, data_dir: Path | None) -> None:
         sys.exit(1)
     taught = "taught Tally look" if loaded.tallyup is not None else "built-in Tally look"
     click.echo(f"{profile}: OK ({loaded.name}; {taught})")
+    if loaded.tallyup is not None:
+        from scanner.face_net import FaceNet
+
+        if loaded.tallyup.code_net != FaceNet().fingerprint:
+            why = "was taught before the face net" if not loaded.tallyup.codes else "holds another face net's codes"
+            click.echo(f"note: its Tally look {why}, so Tally prints are read with templates only; teach the "
+                       f"Tally Dice again (`dicetray calibrate teach` or the wizard's Tally step) to read them "
+                       f"with the face net too")
 
 
 @calibrate.command("build-default")

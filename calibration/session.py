@@ -27,6 +27,7 @@ from calibration.steps import (
     CheckResult, ConfirmedDie, Coverage, Framing, Quad, TossUpLearned, TrayFit, black_level, check, check_die, check_quad,
     find_tray, framing, grow_tray, learn_tossup, readings_json, square_at, tally_coverage,
 )
+from scanner.face_net import FaceNet
 from scanner.finder import DieFinder
 from scanner.frames import DieReading
 from scanner.reader import Scanner, subtract_black_level
@@ -76,11 +77,14 @@ def _now() -> str:
 class CalibrationSession:
     """The wizard's state; every method is safe to call from any request thread."""
 
-    def __init__(self, name: str, base: Profile | None = None, need: int = 3, finder: DieFinder | None = None) -> None:
+    def __init__(self, name: str, base: Profile | None = None, need: int = 3, finder: DieFinder | None = None,
+                 face_net: FaceNet | None = None) -> None:
         self.name = check_name(name)
-        #: The die finder every roll and the check are read with, as the scanner reads them;
-        #: None = the built-in net, loaded at the first roll.
+        #: The die finder and the face net every roll and the check are read with, as the
+        #: scanner reads them (the face net also teaches the Tally Dice); None = the built-in
+        #: nets, loaded when first needed.
         self._finder = finder
+        self._face_net = face_net
         self.base = base or Profile(name=name)
         self.need = need
         self._lock = threading.RLock()
@@ -194,12 +198,18 @@ class CalibrationSession:
                 self._finder = DieFinder()
             return self._finder
 
+    def face_net(self) -> FaceNet:
+        with self._lock:
+            if self._face_net is None:
+                self._face_net = FaceNet()
+            return self._face_net
+
     def _tally(self) -> TallyReader:
         model = self.tally_model or self.base.tallyup or default_model()
-        finder = self.finder()
+        finder, face_net = self.finder(), self.face_net()
         with self._lock:
             if self._tally_reader is None or self._tally_reader[0] is not model:
-                self._tally_reader = (model, TallyReader(model, finder=finder))
+                self._tally_reader = (model, TallyReader(model, finder=finder, face_net=face_net))
             return self._tally_reader[1]
 
     def capture_roll(self, image: np.ndarray, dice_set: str) -> dict[str, Any]:
@@ -309,7 +319,7 @@ class CalibrationSession:
             raise CalibrationError("no confirmed Tally rolls yet: roll the Tally Dice and confirm them", 409)
         photos = [(f"roll {i + 1}", s.image(), tuple(d.labelled() for d in s.confirmed or ())) for i, s in enumerate(shots)]
         try:
-            result = learn_tally_model(photos, source=f"calibration wizard ({self.name})")
+            result = learn_tally_model(photos, source=f"calibration wizard ({self.name})", face_net=self.face_net())
         except ValueError as error:
             raise CalibrationError(f"the Tally Dice could not be learned: {error}", 409) from error
         with self._lock:
@@ -352,7 +362,8 @@ class CalibrationSession:
         profile = self.profile()
         return Scanner(dice_set=dice_set, tossup=profile.tossup, tally=profile.tallyup, tray=profile.tray,
                        die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level,
-                       empty_tray=empty if empty is not None else self._empty_image(), finder=self.finder())
+                       empty_tray=empty if empty is not None else self._empty_image(), finder=self.finder(),
+                       face_net=self.face_net())
 
     def run_check(self) -> dict[str, Any]:
         rolls = [(s.image(), s.confirmed or ()) for s in self._confirmed("tossup") + self._confirmed("tallyup")]

@@ -11,7 +11,8 @@ faces, so what is learned matches what the reader will see. Face templates are c
 labelled corners: sharp, while the reader tries shifts and scales around what it finds. Then every example is read back with the learned
 model: a photo whose labels disagree with what is seen (a die that is not the colour it is
 labelled, a face that looks like another face) is reported and left out, and the model is
-learned again without it. Nothing is written unless learning succeeds, and then atomically.
+learned again without it. With the face net (scanner/face_net.py), each face's mean code is
+learned too, and a "no face" code from squares cut half a side off each die. Nothing is written unless learning succeeds, and then atomically.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 
 from calibration.profile import Profile, ProfileError, load_profile, save_profile
 from scanner.evaluate import match
+from scanner.face_net import NO_FACE, FaceNet, unit_rows
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie, load_photo_label
 from scanner.tally import (
@@ -58,6 +60,8 @@ class Sample:
     lab: np.ndarray  # body colour, balanced 8-bit Lab
     ink: np.ndarray  # canonical ink mask, as cut (unknown right-angle turn)
     ink_lighter: bool = True  # the print is lighter than the body
+    #: Ink masks of squares half a side off the top face: what a misplaced square shows.
+    off_inks: tuple[np.ndarray, ...] = ()
 
 
 @dataclass
@@ -179,7 +183,9 @@ def _cut(photo: str, image: np.ndarray, quad: np.ndarray, die: str, face: str, g
          lab: np.ndarray | None = None) -> Sample:
     ink, body, colour = ink_of(face_patch(image, quad, gains))
     lighter = bool(lab_of(colour)[0] > lab_of(body)[0])
-    return Sample(photo, die, face, lab if lab is not None else lab_of(body), ink, lighter)
+    edges = (quad[1] - quad[0], quad[3] - quad[0])
+    off = tuple(ink_of(face_patch(image, quad + sign * edge / 2, gains))[0] for edge in edges for sign in (1, -1))
+    return Sample(photo, die, face, lab if lab is not None else lab_of(body), ink, lighter, off)
 
 
 def _photo_samples(photo: str, image: np.ndarray, dice: Sequence[LabelledDie], scene: dict,
@@ -207,8 +213,23 @@ def _photo_samples(photo: str, image: np.ndarray, dice: Sequence[LabelledDie], s
             for li, (_, die) in enumerate(usable)]
 
 
+def _codes(samples: Sequence[Sample], face_net: FaceNet) -> dict[str, tuple[float, ...]]:
+    """Per face label, the mean code of its examples (a star is a star on every die, so all
+    dice's examples of a label count together), and NO_FACE's, of the squares cut off them."""
+    inks = [sample.ink for sample in samples]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, sample in enumerate(samples):
+        groups[sample.face].append(index)
+    for sample in samples:
+        groups[NO_FACE].extend(range(len(inks), len(inks) + len(sample.off_inks)))
+        inks.extend(sample.off_inks)
+    codes = face_net.codes(inks)
+    means = {face: unit_rows(codes[rows].mean(axis=0, keepdims=True))[0] for face, rows in sorted(groups.items())}
+    return {face: tuple(float(v) for v in mean) for face, mean in means.items()}
+
+
 def _learn(photos: Sequence[tuple[str, np.ndarray, Sequence[LabelledDie], dict]], params: TallyParams,
-           source: str) -> tuple[TallyModel, list[Sample]]:
+           source: str, face_net: FaceNet) -> tuple[TallyModel, list[Sample]]:
     first = [s for name, image, dice, scene in photos for s in _photo_samples(name, image, dice, scene, None, params)]
     if not first:
         raise ValueError("no usable labelled dice in the teaching photos")
@@ -219,7 +240,8 @@ def _learn(photos: Sequence[tuple[str, np.ndarray, Sequence[LabelledDie], dict]]
     die_size = None
     if sizes and max(sizes) / max(min(sizes), 1.0) < 1.3:  # one camera distance: remember the size
         die_size = float(np.median(sizes)) * 1280.0 / float(np.median(widths))
-    return TallyModel(_bodies(samples), _templates(samples), die_size=die_size, source=source), samples
+    return TallyModel(_bodies(samples), _templates(samples), die_size=die_size, source=source,
+                      codes=_codes(samples, face_net), code_net=face_net.fingerprint), samples
 
 
 def _disagreements(model: TallyModel, samples: Sequence[Sample], params: TallyParams) -> dict[str, list[str]]:
@@ -244,13 +266,15 @@ def _disagreements(model: TallyModel, samples: Sequence[Sample], params: TallyPa
 
 def learn_tally_model(photos: Iterable[tuple[str, np.ndarray, Sequence[LabelledDie]]] |
                       Iterable[tuple[str, np.ndarray, Sequence[LabelledDie], dict]],
-                      params: TallyParams | None = None, source: str = "") -> TeachResult:
-    """Learn body colours and face templates from (name, BGR image, labelled dice[, scene]).
+                      params: TallyParams | None = None, source: str = "", face_net: FaceNet | None = None) -> TeachResult:
+    """Learn body colours, face templates and face codes from (name, BGR image, labelled
+    dice[, scene]); the codes with `face_net` (None: the shipped one).
 
     Photos whose labels disagree with what the learned model sees are reported and left out.
     Raises ValueError when nothing usable remains.
     """
     params = params or TallyParams()
+    face_net = face_net or FaceNet()
     problems: list[str] = []
     kept = []
     for entry in photos:
@@ -261,13 +285,13 @@ def learn_tally_model(photos: Iterable[tuple[str, np.ndarray, Sequence[LabelledD
             problems.extend(f"{name}: {b}" for b in bad)
             continue
         kept.append((name, image, tuple(dice), scene))
-    model, samples = _learn(kept, params, source)
+    model, samples = _learn(kept, params, source, face_net)
     disagreements = _disagreements(model, samples, params)
     if disagreements:
         for name, what in sorted(disagreements.items()):
             problems.extend(f"{name}: labels do not match what is seen: {w}; left out" for w in what)
         kept = [p for p in kept if p[0] not in disagreements]
-        model, samples = _learn(kept, params, source)
+        model, samples = _learn(kept, params, source, face_net)
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for sample in samples:  # (the samples, not the templates: a face has several templates)
         counts[(sample.die, sample.face)] += 1

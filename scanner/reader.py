@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import cv2
 import numpy as np
 
+from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules, complete_tossup
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
@@ -48,6 +49,10 @@ class Scanner:
     finder: DieFinder | None = field(default=None, repr=False)
     use_finder: bool = True
     finder_rules: FinderRules = field(default_factory=FinderRules)
+    #: The face net that reads Tally prints beside the templates; None = the built-in one
+    #: (scanner/data/face_net.onnx), unless use_face_net is off.
+    face_net: FaceNet | None = field(default=None, repr=False)
+    use_face_net: bool = True
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
@@ -57,9 +62,13 @@ class Scanner:
         elif self.finder is None:
             self.finder = DieFinder()
         self._tally_reader: TallyReader | None = None
+        if self.dice_set != "tallyup" or not self.use_face_net:
+            self.face_net = None  # "any" reads no faces
+        elif self.face_net is None:
+            self.face_net = FaceNet()
         if self.dice_set in ("tallyup", "any"):
             self._tally_reader = TallyReader(self.tally or default_model(), finder=self.finder,
-                                             finder_rules=self.finder_rules)
+                                             finder_rules=self.finder_rules, face_net=self.face_net)
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
         readings = self._read_all(subtract_black_level(image, self.black_level), self._tossup_params(image))

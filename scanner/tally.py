@@ -29,6 +29,11 @@ frame then is:
    all four right-angle turns, a few shifts and scales. The margin between the best face and
    the best *different* face gives the confidence; a small margin or a weak match gives
    "unsure", never a confident guess.
+5. With a face net (scanner/face_net.py) and the codes teaching stored for each face, the net
+   reads the ink where the templates are unsure: it must read one face at every scale the
+   print was cut at, by a wide margin. (Asking it where the templates read a face as well,
+   and calling a disagreement unsure, changed no reading on the test, dev, lean or alt photos
+   and cost 4 ms a frame.)
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from typing import Any, Collection, Mapping, Sequence
 import cv2
 import numpy as np
 
+from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet
 from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
@@ -164,6 +170,10 @@ class TallyParams:
     #: The square was placed to look like some face: that one must win by margins this much
     #: narrower (max_ratio and close_ratio times placed_ratio).
     placed_ratio: float = 0.8
+    #: The face net (scanner/face_net.py): its best face's code must lie this near the print's
+    #: (cosine) and its distance (1 - cosine) be at most code_ratio times the next face's.
+    min_code: float = 0.5
+    code_ratio: float = 0.4
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.
@@ -202,6 +212,10 @@ class TallyModel:
     templates: tuple[FaceTemplate, ...]
     die_size: float | None = None  # typical top-face side in pixels at 1280 px width, if known
     source: str = ""  # what it was learned from
+    #: Per face label, the mean code of its taught prints (scanner/face_net.py), and which net
+    #: made them (FaceNet.fingerprint): another net's codes mean nothing.
+    codes: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    code_net: str = ""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TallyModel) and self.to_json() == other.to_json()
@@ -217,6 +231,8 @@ class TallyModel:
                        for die, body in sorted(self.bodies.items())},
             "faces": [{"die": t.die, "face": t.face, "examples": t.examples,
                        "ink": base64.b64encode(t.ink).decode("ascii")} for t in self.templates],
+            "codes": {face: [round(v, 4) for v in code] for face, code in sorted(self.codes.items())},
+            "code_net": self.code_net,
         }
 
 
@@ -235,7 +251,7 @@ def model_from_json(data: Any, where: str = "tallyup") -> TallyModel:
         raise ValueError(f"{where}.version is {data.get('version')!r}; this dicetray reads {MODEL_VERSION}")
     if data.get("side") != TEMPLATE_SIDE:
         raise ValueError(f"{where}.side is {data.get('side')!r}; this dicetray reads {TEMPLATE_SIDE}")
-    unknown = sorted(set(data) - {"version", "side", "source", "die_size", "bodies", "faces"})
+    unknown = sorted(set(data) - {"version", "side", "source", "die_size", "bodies", "faces", "codes", "code_net"})
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {unknown}")
     bodies_raw = data.get("bodies")
@@ -276,7 +292,20 @@ def model_from_json(data: Any, where: str = "tallyup") -> TallyModel:
     die_size = data.get("die_size")
     if die_size is not None and (not isinstance(die_size, (int, float)) or isinstance(die_size, bool) or die_size <= 0):
         raise ValueError(f"{where}.die_size must be a positive number or null")
-    return TallyModel(bodies, tuple(templates), None if die_size is None else float(die_size), str(data.get("source", "")))
+    codes_raw = data.get("codes", {})
+    if not isinstance(codes_raw, Mapping):
+        raise ValueError(f"{where}.codes must be an object (face: code)")
+    faces = {face for faces in DIE_FACES.values() for face in faces} | {NO_FACE}
+    codes = {}
+    for face, code in codes_raw.items():
+        if face not in faces:
+            raise ValueError(f"{where}.codes: no die has a face {face!r}")
+        codes[face] = _numbers(code, CODE_SIZE, f"{where}.codes.{face}")
+    code_net = data.get("code_net", "")
+    if not isinstance(code_net, str) or (codes and not code_net):
+        raise ValueError(f"{where}.code_net must name the face net its codes came from; teach the dice again")
+    return TallyModel(bodies, tuple(templates), None if die_size is None else float(die_size), str(data.get("source", "")),
+                      codes, code_net)
 
 
 def default_model() -> TallyModel:
@@ -851,10 +880,11 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
 
 
 def _narrowed(params: TallyParams, factor: float) -> TallyParams:
-    """`params` with the margins a face must win by (max_ratio, close_ratio) times `factor`."""
+    """`params` with the margins a face must win by (max_ratio, close_ratio, code_ratio) times `factor`."""
     if factor == 1.0:
         return params
-    return replace(params, max_ratio=params.max_ratio * factor, close_ratio=params.close_ratio * factor)
+    return replace(params, max_ratio=params.max_ratio * factor, close_ratio=params.close_ratio * factor,
+                   code_ratio=params.code_ratio * factor)
 
 
 def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
@@ -1264,9 +1294,22 @@ class TallyReader:
     #: The learned die finder: adds the dice the colour blobs missed (see _with_found).
     finder: DieFinder | None = None
     finder_rules: FinderRules = field(default_factory=FinderRules)
+    #: The face net that reads prints beside the templates, when the model holds its codes.
+    face_net: FaceNet | None = None
 
     def __post_init__(self) -> None:
         self.compiled = compile_model(self.model, self.params)
+        #: Per die, (its faces that have codes, their codes as rows).
+        self._codes: dict[str, tuple[list[str], np.ndarray]] = {}
+        if self.face_net is not None and self.model.codes:
+            if self.model.code_net != self.face_net.fingerprint:
+                log.warning("the Tally look's face codes came from another face net (%s, not %s): reading with "
+                            "templates only; teach the dice again", self.model.code_net, self.face_net.fingerprint)
+                return
+            for die, faces in DIE_FACES.items():
+                known = [face for face in (*faces, NO_FACE) if face in self.model.codes]
+                if len(known) >= 2:
+                    self._codes[die] = (known, np.float32([self.model.codes[face] for face in known]))
 
     def read(self, image: np.ndarray, with_faces: bool = True) -> list[DieReading]:
         readings = [d.reading(self.params) for d in self.read_dice(image, with_faces)]
@@ -1422,6 +1465,32 @@ class TallyReader:
             return UNSURE, 0.0
         return face, round(min(confidence, 0.6), 4)
 
+    def code_scores(self, inks: Sequence[np.ndarray], die: str) -> list[dict[str, float]]:
+        """Per ink mask, how near its code lies (cosine) to each face of `die` that the model
+        has a code for, and to NO_FACE."""
+        assert self.face_net is not None
+        faces, taught = self._codes[die]
+        return [dict(zip(faces, row)) for row in (self.face_net.codes(inks) @ taught.T).tolist()]
+
+    @staticmethod
+    def _code_decision(per_scale: Sequence[Mapping[str, float]], params: TallyParams) -> tuple[str, float]:
+        """(face, confidence) by the face net's scores of a print cut at a few scales: the same
+        face must win at every scale; "unsure" on a weak or narrow win at any of them. A square
+        that misses the print reads differently as it grows (more of a neighbour, less of the
+        print); a print read right does not."""
+        faces, confidences = set(), []
+        for scores in per_scale:
+            ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+            (face, best), (_, second) = ranked[0], ranked[1]
+            ratio = (1.0 - best) / max(1.0 - second, 1e-6)
+            if face == NO_FACE or best < params.min_code or ratio > params.code_ratio:
+                return UNSURE, 0.0
+            faces.add(face)
+            confidences.append(0.5 + 0.5 * (1.0 - ratio / params.code_ratio))
+        if len(faces) != 1:
+            return UNSURE, 0.0
+        return faces.pop(), round(min(confidences), 4)
+
     def _read_face(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
                    clipped: float, strictness: float = 1.0, rivals: Collection[str] = ()) -> tuple[str, float, dict[str, float]]:
         """(face, face confidence, scores per face) of the print inside `quad`; `strictness`
@@ -1448,6 +1517,9 @@ class TallyReader:
             # Two weaker signs that agree: the margin that would do on an unclipped die, and
             # the strokes that tell the two best faces apart.
             face, confidence = self._clipped_decision(ink, die, scores, unclipped)
+        if face == UNSURE and die in self._codes:
+            # The templates cannot tell: the net reads the print.
+            face, confidence = self._code_decision(self.code_scores(inks, die), params)
         if face != UNSURE and face in self.compiled.circled.get(die, {}):
             if ring_seen(ink, self.compiled.circled[die][face]) < params.min_ring:
                 return UNSURE, 0.0, scores

@@ -119,6 +119,19 @@ def test_profile_tallyup_section_is_validated(tmp_path, teach_dir):
     assert load_profile(out).tallyup is None
 
 
+def test_check_command_tells_a_look_taught_with_another_face_net(tmp_path, teach_dir):
+    runner = CliRunner()
+    out = tmp_path / "p.json"
+    teach_folders([teach_dir], out)
+    result = runner.invoke(calibrate, ["check", str(out)])
+    assert result.exit_code == 0 and "note" not in result.output
+    stale = json.loads(out.read_text())
+    stale["tallyup"]["code_net"] = "0123456789ab"
+    out.write_text(json.dumps(stale))
+    result = runner.invoke(calibrate, ["check", str(out)])
+    assert result.exit_code == 0 and "another face net" in result.output and "teach the Tally Dice again" in result.output
+
+
 def test_check_command(tmp_path):
     runner = CliRunner()
     out = save_profile(Profile(name="kitchen"), tmp_path / "kitchen.json")
