@@ -1625,8 +1625,10 @@ class TallyReader:
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
             if name == UNSURE and not rules.unnamed_tally:
                 continue
-            if face in (None, UNSURE) and _blown_share(image, quad) > self.params.max_clipped:
-                # Mostly blown out and no print read: a lamp's mirror image on the tray.
+            if (face in (None, UNSURE) and die.score < rules.blown_score
+                    and _blown_share(image, quad) > self.params.max_clipped):
+                # Mostly blown out, no print read and the net not sure of it: a lamp's mirror
+                # image on the tray (a white Up Die under the lamp's glare, the net is sure of).
                 continue
             if name != UNSURE:
                 held.add(name)

@@ -699,6 +699,19 @@ def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, 
     assert die.die_confidence == (0.5 if expected != UNSURE else 0.0)
 
 
+@pytest.mark.parametrize("score, kept", [(0.9, True), (0.5, False)])
+def test_a_blown_out_patch_the_finder_finds_is_a_die_only_when_it_is_sure(score, kept, model_a):
+    from scanner.finder import IDENTITIES, FoundDie
+    from scanner.tally import TallyReader
+
+    image, _ = draw_scene([], seed=3)
+    cv2.rectangle(image, (374, 274), (426, 326), (255, 255, 255), -1)  # glare: a white die or the lamp's image
+    identities = tuple(0.99 if name == "up" else 0.01 / 7 for name in IDENTITIES)
+    finder = StubFinder([FoundDie((400.0, 300.0), 52.0, 0.0, score, 0.0, (1.0, 0.0, 0.0), identities)])
+    dice = TallyReader(model_a, finder=finder).read(image)
+    assert [d.face for d in dice] == ([UNSURE] if kept else [])
+
+
 def test_the_wizards_rolls_are_read_with_the_sessions_die_finder():
     from calibration.session import CalibrationSession
 
