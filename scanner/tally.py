@@ -151,6 +151,10 @@ class TallyParams:
     #: white Up Die): a clipped die's face is read only when its print looks clearly more like
     #: it than like any face of a die whose colour lies within this distance.
     clipped_identity_distance: float = 7.0
+    #: ...from this share of clipped pixels on (below max_clipped: an orange die 50-60 %
+    #: clipped already reads as yellow). Dev split and lean set, from 0.6: one confident
+    #: mistake fewer, four faces more left unsure.
+    rival_clipped: float = 0.5
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
     #: First the found square grown by each of place_grow (about its centre, its corners and
@@ -1587,7 +1591,7 @@ class TallyReader:
                 # every die of nearby colour that no other blob matches better.
                 rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
                           and d <= self.params.clipped_identity_distance and not _held_elsewhere(other, d, taken)
-                          ] if blob.clipped > self.params.max_clipped else []
+                          ] if blob.clipped > self.params.rival_clipped else []
                 face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals)
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, on a white or black patch
