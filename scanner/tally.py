@@ -1365,13 +1365,19 @@ class TallyReader:
         _, body, ink = ink_of(face_patch(image, found, gains))
         inks = [ink_as(face_patch(image, q, gains), body, ink) for q in tries]
         best_quad = tries[int(np.argmax(print_scores(inks, die, self.compiled, shifts=False)))].astype(np.float32)
-        best = self._print_scores(image, gains, [best_quad], die)[0]
+        # Every later look uses the found square's body and ink colours too: measuring them
+        # for each square would cost more than the correlations.
+
+        def looks(quads: Sequence[np.ndarray]) -> list[float]:
+            return print_scores([ink_as(face_patch(image, q, gains), body, ink) for q in quads], die, self.compiled)
+
+        best = looks([best_quad])[0]
         # The outline's edges may run off the top face's (a neighbour or a shadow joined the
         # outline): the print decides the turn too, which the templates' right-angle turns
         # do not cover.
         if self.params.place_turns:
             tries = [_turned(best_quad, math.radians(turn)) for turn in self.params.place_turns]
-            scores = self._print_scores(image, gains, tries, die)
+            scores = looks(tries)
             index = int(np.argmax(scores))
             if scores[index] > best:
                 best, best_quad = scores[index], tries[index]
@@ -1388,7 +1394,7 @@ class TallyReader:
                 tries.append((best_quad - centre) * grow + centre)
             if mean_side(best_quad) / grow >= smallest:
                 tries.append((best_quad - centre) / grow + centre)
-            scores = self._print_scores(image, gains, tries, die)
+            scores = looks(tries)
             index = int(np.argmax(scores))
             if scores[index] <= best:
                 break
@@ -1476,14 +1482,15 @@ class TallyReader:
         faces, taught = self._codes[die]
         return [dict(zip(faces, row)) for row in (self.face_net.codes(inks) @ taught.T).tolist()]
 
-    @staticmethod
-    def _code_decision(per_scale: Sequence[Mapping[str, float]], params: TallyParams) -> tuple[str, float]:
-        """(face, confidence) by the face net's scores of a print cut at a few scales: the same
-        face must win at every scale; "unsure" on a weak or narrow win at any of them. A square
-        that misses the print reads differently as it grows (more of a neighbour, less of the
-        print); a print read right does not."""
+    def _code_decision(self, inks: Sequence[np.ndarray], die: str, params: TallyParams) -> tuple[str, float]:
+        """(face, confidence) by the face net of a print cut at a few scales (the likeliest
+        first): the same face must win at every scale; "unsure" on a weak or narrow win at
+        any of them. A square that misses the print reads differently as it grows (more of a
+        neighbour, less of the print); a print read right does not."""
         faces, confidences = set(), []
-        for scores in per_scale:
+        # The first scale alone, then the others: most prints the templates leave unsure the
+        # net leaves unsure too, at a third of the cost.
+        for scores in (*self.code_scores(inks[:1], die), *self.code_scores(inks[1:], die)):
             ranked = sorted(scores.items(), key=lambda kv: -kv[1])
             (face, best), (_, second) = ranked[0], ranked[1]
             ratio = (1.0 - best) / max(1.0 - second, 1e-6)
@@ -1504,8 +1511,8 @@ class TallyReader:
         # in shadow): the print is compared at a few scales.
         inks = [ink_of(face_patch(image, quad, gains, scale))[0] for scale in self.params.scales]
         # The scale is chosen with the mean templates; every template decides there.
-        quick = print_scores(inks, die, self.compiled)
-        ink = inks[int(np.argmax(quick))]
+        chosen = int(np.argmax(print_scores(inks, die, self.compiled)))
+        ink = inks[chosen]
         scores = face_scores(ink, die, self.compiled)
         close = self.compiled.close
         unclipped = params = _narrowed(self.params, strictness)
@@ -1523,7 +1530,7 @@ class TallyReader:
             face, confidence = self._clipped_decision(ink, die, scores, unclipped)
         if face == UNSURE and die in self._codes:
             # The templates cannot tell: the net reads the print.
-            face, confidence = self._code_decision(self.code_scores(inks, die), params)
+            face, confidence = self._code_decision([inks[chosen], *inks[:chosen], *inks[chosen + 1:]], die, params)
         if face != UNSURE and face in self.compiled.circled.get(die, {}):
             if ring_seen(ink, self.compiled.circled[die][face]) < params.min_ring:
                 return UNSURE, 0.0, scores
