@@ -2,14 +2,12 @@
 
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
-the built-in look and the die finder (70 photos, 308 dice: recall 90.3 %, precision 95.9 %,
-identity 90.7 %, faces 83.0 % of the dice found, 75.4 % of all flat dice read right, wrong and
-confident 0.74 %: two dice, an orange star in a wall's shadow read as a yellow star and an
-orange (70), half clipped and so yellowish, read as yellow (40)). Without the finder: recall
-82.8 %, identity 95.1 %, faces 89.1 % of those found, 74.1 % of all. The dice only the finder
-finds are mostly in deep shadow or white on white: often not named or not read, so they lower
-the shares of found dice while more dice are read right in all. The targets are identity
->= 99.8 %, face >= 99.5 %.
+the built-in look, the die finder and the face net (70 photos, 308 dice: recall 92.9 %,
+precision 96.6 %, identity 91.7 %, faces 83.8 % of the dice found, 78.5 % of all flat dice read
+right, wrong and confident 0.36 %: one die, an orange (70), half clipped and so yellowish, read
+as yellow (40)). The dice only the finder finds are mostly in deep shadow, white on white or
+blown out: often not named or not read, so they lower the shares of found dice while more dice
+are read right in all. The targets are identity >= 99.8 %, face >= 99.5 %.
 
 They guard against getting worse, above all against confident wrong readings.
 """
@@ -47,11 +45,11 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     card = _card("test")
     summary = card.summary()
     assert summary["detection_precision"] >= 0.95, card.failures
-    assert summary["detection_recall"] >= 0.88, card.failures
-    assert summary["identity_accuracy"] >= 0.89, card.failures
-    assert summary["wrong_confident_rate"] <= 0.009, card.failures
-    assert summary["face_accuracy"] >= 0.81, card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.745, card.confusion_table()
+    assert summary["detection_recall"] >= 0.91, card.failures
+    assert summary["identity_accuracy"] >= 0.90, card.failures
+    assert summary["wrong_confident_rate"] <= 0.005, card.failures
+    assert summary["face_accuracy"] >= 0.82, card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.77, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -86,16 +84,15 @@ def test_twenty_photos_teach_a_differently_looking_set():
         built_in_card.add(label.image.name, label.dice, built_in.read(image))
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
-    # Measured (18 photos, 93 dice), with the die finder: taught recall 94.6 %, precision
-    # 95.7 %, identity 82.6 %, faces 74.4 % of the dice found and 71.1 % of all flat dice read
-    # right, no confident mistake (the built-in look: identity 79.5 %, 55.6 % of all read
-    # right). Without the finder, taught: recall 79.6 %, identity 98.6 %, faces 88.9 % of those
-    # found, 71.1 % of all. The finder finds the black Up Die against a black rim or dark felt
-    # and the dice on the white board under a warm lamp, but their prints and colours are far
-    # darker and paler than any teaching table showed, so most stay unnamed or unread. The
-    # targets (issue 5) are far above these bars.
-    assert summary["identity_accuracy"] >= 0.80 and summary["identity_accuracy"] > before["identity_accuracy"]
+    # Measured (18 photos, 93 dice), with the die finder and the face net: taught recall 95.7 %,
+    # precision 95.7 %, identity 86.2 %, faces 78.2 % of the dice found and 75.6 % of all flat
+    # dice read right, no confident mistake (the built-in look: identity 79.5 %, 55.6 % of all
+    # read right). The finder finds the black Up Die against a black rim or dark felt and the
+    # dice on the white board under a warm lamp, but their prints and colours are far darker
+    # and paler than any teaching table showed, so many stay unnamed or unread. The targets
+    # (issue 5) are far above these bars.
+    assert summary["identity_accuracy"] >= 0.84 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.72, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.70 and summary["read_right_of_all"] > before["read_right_of_all"]
-    assert summary["detection_precision"] >= 0.945 and summary["detection_recall"] >= 0.92, taught_card.failures
+    assert summary["face_accuracy"] >= 0.75, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.73 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["detection_precision"] >= 0.945 and summary["detection_recall"] >= 0.94, taught_card.failures
