@@ -898,6 +898,12 @@ def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
     return ((quad - centre) @ turn.T + centre).astype(np.float32)
 
 
+def _among_nearest(distances: Mapping[str, float], die: str, params: TallyParams) -> bool:
+    """Whether `die`'s body colour is (one of) the nearest: within the identity margin of the
+    nearest and near enough at all."""
+    return distances[die] <= min(min(distances.values()) + params.identity_margin, params.identity_max_distance)
+
+
 def _held_elsewhere(die: str, distance: float, taken: Mapping[str, float]) -> bool:
     """Whether another blob is `die`, matching its colour at least as well (`taken`: each die
     other blobs are, with that blob's distance to it) as one at `distance` would."""
@@ -1545,6 +1551,7 @@ class TallyReader:
     def read_dice(self, image: np.ndarray, with_faces: bool = True) -> list[DieRead]:
         """Every die found, with its identity, face and the scores behind them."""
         gains = balance_gains(image)
+        found_by_net = self.finder.find(image) if self.finder is not None else []
         # A patch of tray or rim in a die's colour carries no print like that die's: the best
         # template of its colour must match at least a little (before choosing one per colour,
         # so such a patch cannot take the real die's place).
@@ -1588,6 +1595,8 @@ class TallyReader:
             # The dice other blobs are, with how well each matches: not this one's to be.
             taken = {other_die: distances_all[other][other_die] for other, (other_die, _) in enumerate(identities)
                      if other != index and other_die != UNSURE}
+            if die == UNSURE:
+                die, die_confidence = self._tie_broken(blob, distances, taken, found_by_net)
             if die == UNSURE and blob.clipped <= self.params.max_clipped:
                 die, die_confidence, face, face_confidence, scores = self._identify_by_print(
                     image, gains, blob, distances, taken)
@@ -1611,8 +1620,23 @@ class TallyReader:
                     continue
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
         if self.finder is not None:
-            dice = self._with_found(image, gains, dice, self.finder.find(image), typical, with_faces)
+            dice = self._with_found(image, gains, dice, found_by_net, typical, with_faces)
         return dice
+
+    def _tie_broken(self, blob: Blob, distances: Mapping[str, float], taken: Mapping[str, float],
+                    found: Sequence[FoundDie]) -> tuple[str, float]:
+        """(die, confidence) of a die whose colour lies as near two dice (blue and purple under
+        some lamps) when the finder, at the same place, is sure it is one of them and no other
+        die of the frame is; else unsure. The colours stay the user's: the net only chooses
+        among those they allow."""
+        near = [die for die in distances if die in self.compiled.templates and _among_nearest(distances, die, self.params)
+                and not _held_elsewhere(die, distances[die], taken)]
+        at = [f for f in found if math.dist(f.center, blob.center) <= 0.5 * blob.side]
+        if len(near) < 2 or not at:
+            return UNSURE, 0.0
+        chances = dict(zip(IDENTITIES, min(at, key=lambda f: math.dist(f.center, blob.center)).identities))
+        guess = max(near, key=lambda die: chances.get(die, 0.0))
+        return (guess, 0.5) if chances.get(guess, 0.0) >= self.finder_rules.sure_identity else (UNSURE, 0.0)
 
     def _with_found(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead], found: Sequence[FoundDie],
                     typical: float | None, with_faces: bool) -> list[DieRead]:
@@ -1664,9 +1688,8 @@ class TallyReader:
         # then also compared as if lit as brightly as the dice were learned.
         for distances in (colour_distances(lab_of(body), self.model, self.params),
                           relit_distances(body, self.model, self.params)):
-            if distances[guess] > min(min(distances.values()) + self.params.identity_margin,
-                                      self.params.identity_max_distance):
-                continue  # the colour is not (one of) the nearest
+            if not _among_nearest(distances, guess, self.params):
+                continue
             rivals = [d for die, d in distances.items() if die != guess]
             margin = min(rivals) - distances[guess] if rivals else 10.0
             if margin >= self.params.identity_margin and chances[guess] >= self.finder_rules.min_identity:

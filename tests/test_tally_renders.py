@@ -3,7 +3,7 @@
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
 the built-in look, the die finder and the face net (70 photos, 308 dice: recall 92.9 %,
-precision 96.6 %, identity 91.7 %, faces 83.8 % of the dice found, 78.5 % of all flat dice read
+precision 96.6 %, identity 94.2 %, faces 86.0 % of the dice found, 80.5 % of all flat dice read
 right, wrong and confident 0.36 %: one die, an orange (70), half clipped and so yellowish, read
 as yellow (40)). The dice only the finder finds are mostly in deep shadow, white on white or
 blown out: often not named or not read, so they lower the shares of found dice while more dice
@@ -46,10 +46,10 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     summary = card.summary()
     assert summary["detection_precision"] >= 0.95, card.failures
     assert summary["detection_recall"] >= 0.91, card.failures
-    assert summary["identity_accuracy"] >= 0.90, card.failures
+    assert summary["identity_accuracy"] >= 0.92, card.failures
     assert summary["wrong_confident_rate"] <= 0.005, card.failures
-    assert summary["face_accuracy"] >= 0.82, card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.77, card.confusion_table()
+    assert summary["face_accuracy"] >= 0.84, card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.79, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():

@@ -650,6 +650,23 @@ def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_found_but_
     assert [(d.die, d.face, d.cocked) for d in dice] == [(UNSURE, UNSURE, False)]
 
 
+@pytest.mark.parametrize("named, sure, expected", [("blue", 0.99, "blue"), ("purple", 0.99, "purple"),
+                                                   ("blue", 0.9, UNSURE), ("green", 0.99, UNSURE)])
+def test_a_sure_finder_names_a_die_the_blobs_found_between_two_colours(named, sure, expected, model_a):
+    from scanner.tally import TallyReader
+
+    between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
+    look = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(between)})
+    image, _ = draw_scene([("blue", "20", 400.0, 300.0, 52.0, 0.3)], look, seed=4)
+    (alone,) = TallyReader(model_a).read_dice(image)
+    assert alone.die == UNSURE  # the colour alone cannot tell, nor the print (20: both have it)
+    finder = StubFinder([_found(named, 402.0, 299.0, 52.0, 0.3, sure=sure)])
+    (die,) = TallyReader(model_a, finder=finder).read_dice(image)
+    assert (die.die, die.die_confidence) == ((expected, 0.5) if expected != UNSURE else (UNSURE, 0.0))
+    if expected != UNSURE:
+        assert die.face == "20"
+
+
 def _in_shadow(image: np.ndarray, cx: float, cy: float, side: float, factor: float) -> np.ndarray:
     """The picture with a wall's shadow (`factor` of the light) over a die and the tray round it."""
     shaded = image.astype(np.float32)
