@@ -371,6 +371,9 @@ def print_result(result: TeachResult, report: TextIO | None = None) -> None:
         colour = f"body Lab {tuple(round(v) for v in body.lab)} from {body.examples} view(s)" if body else "body colour NOT learned"
         taught = ", ".join(f"{face} x{result.counts.get((die, face), 0)}" for face in faces)
         print(f"  {die:<7} {colour}; faces: {taught}", file=report)
+    faces = sorted(face for face in result.model.codes if face != NO_FACE)
+    if faces:
+        print(f"  face net {result.model.code_net}: a code for each of {len(faces)} faces", file=report)
     few = result.too_few()
     if few:
         print("too few examples (want >= %d): %s" % (ENOUGH_EXAMPLES, ", ".join(f"{d} {f} ({n})" for d, f, n in few)),

@@ -148,6 +148,7 @@ def test_teach_command(teach_dir, tmp_path):
     result = runner.invoke(calibrate, ["teach", "--dice", "tallyup", "--labels", str(teach_dir), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "purple" in result.output and out.exists()
+    assert "face net" in result.output and "a code for each of" in result.output
     result = runner.invoke(calibrate, ["teach", "--labels", str(tmp_path / "none"), "--out", str(tmp_path / "x.json")])
     assert result.exit_code != 0 and not (tmp_path / "x.json").exists()
 
