@@ -650,23 +650,6 @@ def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_found_but_
     assert [(d.die, d.face, d.cocked) for d in dice] == [(UNSURE, UNSURE, False)]
 
 
-@pytest.mark.parametrize("named, sure, expected", [("blue", 0.99, "blue"), ("purple", 0.99, "purple"),
-                                                   ("blue", 0.9, UNSURE), ("green", 0.99, UNSURE)])
-def test_a_sure_finder_names_a_die_the_blobs_found_between_two_colours(named, sure, expected, model_a):
-    from scanner.tally import TallyReader
-
-    between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
-    look = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(between)})
-    image, _ = draw_scene([("blue", "20", 400.0, 300.0, 52.0, 0.3)], look, seed=4)
-    (alone,) = TallyReader(model_a).read_dice(image)
-    assert alone.die == UNSURE  # the colour alone cannot tell, nor the print (20: both have it)
-    finder = StubFinder([_found(named, 402.0, 299.0, 52.0, 0.3, sure=sure)])
-    (die,) = TallyReader(model_a, finder=finder).read_dice(image)
-    assert (die.die, die.die_confidence) == ((expected, 0.5) if expected != UNSURE else (UNSURE, 0.0))
-    if expected != UNSURE:
-        assert die.face == "20"
-
-
 def _in_shadow(image: np.ndarray, cx: float, cy: float, side: float, factor: float) -> np.ndarray:
     """The picture with a wall's shadow (`factor` of the light) over a die and the tray round it."""
     shaded = image.astype(np.float32)
@@ -701,32 +684,25 @@ def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_co
     assert die.die == expected
 
 
+@pytest.mark.parametrize("blobs_see_it", [True, False])
 @pytest.mark.parametrize("named, sure, expected", [("blue", 0.99, "blue"), ("purple", 0.99, "purple"),
                                                    ("blue", 0.9, UNSURE), ("green", 0.99, UNSURE)])
-def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, sure, expected, model_a):
+def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, sure, expected, blobs_see_it, model_a):
     from scanner.tally import TallyParams, TallyReader
 
     between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
     look = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(between)})
     image, _ = draw_scene([("blue", "20", 400.0, 300.0, 52.0, 0.3)], look, seed=4)
-    blind = replace(TallyParams(), min_print_score=2.0)
-    finder = StubFinder([_found(named, 400.0, 300.0, 52.0, 0.3, sure=sure)])
-    (die,) = TallyReader(model_a, blind, finder=finder).read_dice(image)
-    assert die.die == expected
-    assert die.die_confidence == (0.5 if expected != UNSURE else 0.0)
-
-
-@pytest.mark.parametrize("score, kept", [(0.9, True), (0.5, False)])
-def test_a_blown_out_patch_the_finder_finds_is_a_die_only_when_it_is_sure(score, kept, model_a):
-    from scanner.finder import IDENTITIES, FoundDie
-    from scanner.tally import TallyReader
-
-    image, _ = draw_scene([], seed=3)
-    cv2.rectangle(image, (374, 274), (426, 326), (255, 255, 255), -1)  # glare: a white die or the lamp's image
-    identities = tuple(0.99 if name == "up" else 0.01 / 7 for name in IDENTITIES)
-    finder = StubFinder([FoundDie((400.0, 300.0), 52.0, 0.0, score, 0.0, (1.0, 0.0, 0.0), identities)])
-    dice = TallyReader(model_a, finder=finder).read(image)
-    assert [d.face for d in dice] == ([UNSURE] if kept else [])
+    # Found by the colour blobs, or (no blob passing the print check) by the finder alone.
+    params = TallyParams() if blobs_see_it else replace(TallyParams(), min_print_score=2.0)
+    if blobs_see_it:
+        (alone,) = TallyReader(model_a, params).read_dice(image)
+        assert alone.die == UNSURE  # the colour alone cannot tell, nor the print (20: both have it)
+    finder = StubFinder([_found(named, 402.0, 299.0, 52.0, 0.3, sure=sure)])
+    (die,) = TallyReader(model_a, params, finder=finder).read_dice(image)
+    assert (die.die, die.die_confidence) == ((expected, 0.5) if expected != UNSURE else (UNSURE, 0.0))
+    if blobs_see_it and expected != UNSURE:
+        assert die.face == "20"
 
 
 def test_the_wizards_rolls_are_read_with_the_sessions_die_finder():
