@@ -130,6 +130,12 @@ def test_check_command_tells_a_look_taught_with_another_face_net(tmp_path, teach
     out.write_text(json.dumps(stale))
     result = runner.invoke(calibrate, ["check", str(out)])
     assert result.exit_code == 0 and "another face net" in result.output and "teach the Tally Dice again" in result.output
+    # A look taught before the face net existed has no codes at all: it loads and reads, with templates.
+    del stale["tallyup"]["codes"], stale["tallyup"]["code_net"]
+    out.write_text(json.dumps(stale))
+    result = runner.invoke(calibrate, ["check", str(out)])
+    assert result.exit_code == 0 and "taught before the face net" in result.output
+    assert load_profile(out).tallyup.codes == {}
 
 
 def test_check_command(tmp_path):
