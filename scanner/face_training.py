@@ -11,12 +11,11 @@ then rebuild the built-in Tally look, which stores the codes of its faces:
 
 It learns from the flat dice of the Tally dev split, the teach set and the lean set, never from
 the test split or the alternative look (`fixtures/alt`), which measure it. Every die is cut many
-times, each time as the reader might find it: its top face shifted, grown or shrunk, turned a
-little and by any right angle, under a balance a little off, blurred and noisy. The net is taught
-to name the face from the ink mask alone (a cosine classifier over every face label of the set,
-and "no face" for a square cut off the print), so that its codes for one face lie together
-whatever die, colour or turn it came from. Cutting
-and augmenting are plain numpy and OpenCV, tested without PyTorch.
+times, each time as the reader might find it: its top face shifted, grown or shrunk, turned by
+any angle, under a balance a little off, blurred and noisy. The net is taught to name the face
+from the ink mask alone (a cosine classifier over every face label of the set, and "no face" for
+a square cut off the print), so that its codes for one face lie together whatever die, colour or
+turn it came from. Cutting and augmenting are plain numpy and OpenCV, tested without PyTorch.
 """
 
 from __future__ import annotations
