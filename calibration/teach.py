@@ -180,18 +180,22 @@ def _templates(samples: Sequence[Sample]) -> tuple[FaceTemplate, ...]:
 
 
 def _cut(photo: str, image: np.ndarray, quad: np.ndarray, die: str, face: str, gains: np.ndarray,
-         lab: np.ndarray | None = None) -> Sample:
+         lab: np.ndarray | None = None, off: bool = False) -> Sample:
+    """One labelled die as a Sample; `off`: with the squares cut half a side off it."""
     ink, body, colour = ink_of(face_patch(image, quad, gains))
     lighter = bool(lab_of(colour)[0] > lab_of(body)[0])
     edges = (quad[1] - quad[0], quad[3] - quad[0])
-    off = tuple(ink_of(face_patch(image, quad + sign * edge / 2, gains))[0] for edge in edges for sign in (1, -1))
-    return Sample(photo, die, face, lab if lab is not None else lab_of(body), ink, lighter, off)
+    off_inks = tuple(ink_of(face_patch(image, quad + sign * edge / 2, gains))[0]
+                     for edge in edges for sign in (1, -1)) if off else ()
+    return Sample(photo, die, face, lab if lab is not None else lab_of(body), ink, lighter, off_inks)
 
 
 def _photo_samples(photo: str, image: np.ndarray, dice: Sequence[LabelledDie], scene: dict,
                    model: TallyModel | None, params: TallyParams) -> list[Sample]:
     """The usable dice of one photo, cut at their labelled corners; with a model, each one's body
-    colour as measured on the top face the reader finds."""
+    colour as measured on the top face the reader finds, and the squares cut off each die (the
+    face codes are learned from these samples; the first pass, without a model, only finds
+    the bodies and templates that the second one measures with)."""
     gains = balance_gains(image)
     usable = [(i, d) for i, d in enumerate(dice) if _usable(i, d, scene)]
     colours: dict[int, np.ndarray] = {}
@@ -209,23 +213,20 @@ def _photo_samples(photo: str, image: np.ndarray, dice: Sequence[LabelledDie], s
     # The print is always cut at the labelled corners, so templates are sharp (the reader
     # tries shifts and scales around the face it finds); the body colour is measured as the
     # reader measures it, on the found top face, where the die was found.
-    return [_cut(photo, image, np.float32(die.corners), die.die, die.face, gains, colours.get(li))
+    return [_cut(photo, image, np.float32(die.corners), die.die, die.face, gains, colours.get(li), off=model is not None)
             for li, (_, die) in enumerate(usable)]
 
 
 def _codes(samples: Sequence[Sample], face_net: FaceNet) -> dict[str, tuple[float, ...]]:
     """Per face label, the mean code of its examples (a star is a star on every die, so all
     dice's examples of a label count together), and NO_FACE's, of the squares cut off them."""
-    inks = [sample.ink for sample in samples]
-    groups: dict[str, list[int]] = defaultdict(list)
-    for index, sample in enumerate(samples):
-        groups[sample.face].append(index)
+    inks, faces = [], []
     for sample in samples:
-        groups[NO_FACE].extend(range(len(inks), len(inks) + len(sample.off_inks)))
-        inks.extend(sample.off_inks)
-    codes = face_net.codes(inks)
-    means = {face: unit_rows(codes[rows].mean(axis=0, keepdims=True))[0] for face, rows in sorted(groups.items())}
-    return {face: tuple(float(v) for v in mean) for face, mean in means.items()}
+        inks += [sample.ink, *sample.off_inks]
+        faces += [sample.face] + [NO_FACE] * len(sample.off_inks)
+    codes, labels = face_net.codes(inks), np.array(faces)
+    return {face: tuple(float(v) for v in unit_rows(codes[labels == face].mean(axis=0, keepdims=True))[0])
+            for face in sorted(set(faces))}
 
 
 def _learn(photos: Sequence[tuple[str, np.ndarray, Sequence[LabelledDie], dict]], params: TallyParams,

@@ -42,7 +42,7 @@ class FaceNet:
             raise FileNotFoundError(f"face net {model} is missing; train one with "
                                     f"`python -m scanner.face_training --out {model}` (see its docstring)")
         data = Path(model).read_bytes()
-        self._net = cv2.dnn.readNetFromONNX(str(model))
+        self._net = cv2.dnn.readNetFromONNX(np.frombuffer(data, np.uint8))
         self.model = Path(model)
         #: Names this net in the Tally models whose codes it made (see TallyModel.code_net).
         self.fingerprint = hashlib.sha256(data).hexdigest()[:12]

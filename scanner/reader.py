@@ -63,7 +63,7 @@ class Scanner:
             self.finder = DieFinder()
         self._tally_reader: TallyReader | None = None
         if self.dice_set != "tallyup" or not self.use_face_net:
-            self.face_net = None  # "any" reads no faces
+            self.face_net = None  # only Tally faces use it ("any" reads no faces)
         elif self.face_net is None:
             self.face_net = FaceNet()
         if self.dice_set in ("tallyup", "any"):

@@ -1688,13 +1688,10 @@ class TallyReader:
         # then also compared as if lit as brightly as the dice were learned.
         for distances in (colour_distances(lab_of(body), self.model, self.params),
                           relit_distances(body, self.model, self.params)):
-            if not _among_nearest(distances, guess, self.params):
-                continue
-            rivals = [d for die, d in distances.items() if die != guess]
-            margin = min(rivals) - distances[guess] if rivals else 10.0
-            if margin >= self.params.identity_margin and chances[guess] >= self.finder_rules.min_identity:
-                return guess, round(min(chances[guess], 0.5 + margin / 4.0), 4)
-            if chances[guess] >= self.finder_rules.sure_identity:
+            by_colour, colour_confidence = _nearest(distances, self.params)
+            if by_colour == guess and chances[guess] >= self.finder_rules.min_identity:
+                return guess, round(min(chances[guess], colour_confidence), 4)
+            if _among_nearest(distances, guess, self.params) and chances[guess] >= self.finder_rules.sure_identity:
                 return guess, 0.5  # the net breaks the colour's tie
         return UNSURE, 0.0
 
