@@ -59,6 +59,7 @@ from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
 log = logging.getLogger(__name__)
 
+
 #: The faces each die can show: identity narrows the face to these.
 DIE_FACES: Mapping[str, tuple[str, ...]] = {**{d: tuple(dict.fromkeys(f)) for d, f in TALLY_FACES.items()},
                                             UP_DIE: tuple(UP_FACES)}
@@ -1609,6 +1610,9 @@ class TallyReader:
                           and d <= self.params.clipped_identity_distance and not _held_elsewhere(other, d, taken)
                           ] if blob.clipped > self.params.rival_clipped else []
                 face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals)
+                if face == UNSURE:
+                    face, face_confidence, scores = self._read_where_found(
+                        image, gains, blob, die, typical, rivals, found_by_net, (face, face_confidence, scores))
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, on a white or black patch
                 # whose print looks like none of the Up Die's faces, or with hardly any print
@@ -1622,6 +1626,35 @@ class TallyReader:
         if self.finder is not None:
             dice = self._with_found(image, gains, dice, found_by_net, typical, with_faces)
         return dice
+
+    def _read_where_found(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, typical: float | None,
+                          rivals: Collection[str], found: Sequence[FoundDie],
+                          read: tuple[str, float, dict[str, float]]) -> tuple[str, float, dict[str, float]]:
+        """`read`, the unsure face of `blob` as `die`, or the face read on a square the finder
+        found for the same die nearby, which then becomes the die's top face. The blobs'
+        outline can take in a shadow or a side face (a white Up Die on a white board); the
+        finder's square sits on the top face. Where no square's print reads, the die still
+        moves to the finder's square when its own lies well off it."""
+        rules = self.finder_rules
+        moved: tuple[Blob, tuple[str, float, dict[str, float]]] | None = None
+        for other in found:
+            gap = math.dist(other.center, blob.center)
+            if other.score < rules.reread_score or not rules.reread_apart * blob.side <= gap <= rules.reread_near * blob.side:
+                continue
+            chances = dict(zip(IDENTITIES, other.identities))
+            if max(chances, key=chances.__getitem__) != die or chances[die] < rules.min_identity:
+                continue
+            trial = Blob(die, np.float32(other.corners()), other.center, other.side, 1.0, 1.0, blob.lab, blob.clipped)
+            again = self._read_or_place(image, gains, trial, die, typical, rivals)
+            if again[0] != UNSURE:
+                blob.place(trial.quad, trial.side)
+                return again
+            if moved is None and gap >= rules.move_apart * blob.side:
+                moved = trial, again
+        if moved is not None:
+            blob.place(moved[0].quad, moved[0].side)
+            return moved[1]
+        return read
 
     def _tie_broken(self, blob: Blob, distances: Mapping[str, float], taken: Mapping[str, float],
                     found: Sequence[FoundDie]) -> tuple[str, float]:

@@ -672,7 +672,7 @@ def test_a_body_in_shadow_is_named_by_its_colour_lit_up_to_the_learned_brightnes
         assert relit["up"] == plain["up"]
 
 
-@pytest.mark.parametrize("sure, expected", [(0.99, "orange"), (0.5, UNSURE)])
+@pytest.mark.parametrize("sure, expected", [(0.99, "orange"), (0.55, "orange"), (0.45, UNSURE)])
 def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_colour_agree(sure, expected, model_a):
     from scanner.tally import TallyParams, TallyReader
 
@@ -703,6 +703,50 @@ def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, 
     assert (die.die, die.die_confidence) == ((expected, 0.5) if expected != UNSURE else (UNSURE, 0.0))
     if blobs_see_it and expected != UNSURE:
         assert die.face == "20"
+
+
+def _off_blob(die: str, cx: float, cy: float, side: float, angle: float):
+    """A blob of `die` whose outline took in a shadow: the die's square moved half a side."""
+    from scanner.tally import Blob
+
+    quad = square(cx + side / 2, cy + side / 3, side, angle)
+    centre = quad.mean(axis=0)
+    return Blob(die, quad, (float(centre[0]), float(centre[1])), side, 1.0, 1.0, np.zeros(3, np.float32))
+
+
+@pytest.mark.parametrize("change, moves, face", [
+    ({}, True, "(50)"),  # the finder's square on the top face: its print reads there
+    ({"score": 0.4}, False, UNSURE),  # the net not sure enough that a die is there
+    ({"identities": "orange"}, False, UNSURE),  # the net takes it for another die
+    ({"shift": 60.0}, False, UNSURE),  # more than a side away: another die
+    ({"shift": 20.0, "blank": True}, True, UNSURE),  # no print there, but well off the blob's
+    ({"shift": 1.0, "blank": True}, False, UNSURE),  # no print there, and about where the blob is
+])
+def test_an_unread_die_is_read_again_on_the_finder_s_square_of_it(change, moves, face, model_a):
+    """The colour blobs' outline can take in a shadow or a side face (a white Up Die on a
+    white board): where its print reads as no face, the print on the square the finder found
+    for the same die close by decides, and the die moves there."""
+    from scanner.tally import UNSURE as NO_READ
+    from scanner.tally import TallyReader, balance_gains
+
+    image, _ = draw_scene([("red", "(50)", 400.0, 300.0, 52.0, 0.3)], seed=3)
+    reader = TallyReader(model_a)
+    gains = balance_gains(image)
+    blob = _off_blob("red", 400.0, 300.0, 52.0, 0.3)
+    assert reader._read_or_place(image, gains, blob, "red", None)[0] == NO_READ
+    blob = _off_blob("red", 400.0, 300.0, 52.0, 0.3)
+    before = blob.center
+    x, y = 400.0, 300.0
+    if change.get("blank"):
+        x, y = blob.center[0] + change["shift"], blob.center[1]  # a square of bare tray beside it
+    elif "shift" in change:
+        x = blob.center[0] + change["shift"]
+    found = replace(_found(change.get("identities", "red"), x, y, 52.0, 0.3), score=change.get("score", 0.9))
+    read = reader._read_where_found(image, gains, blob, "red", None, (), [found], (NO_READ, 0.0, {}))
+    assert read[0] == face
+    assert (blob.center != before) == moves
+    if moves:
+        assert math.dist(blob.center, (x, y)) < 3.0
 
 
 def test_the_wizards_rolls_are_read_with_the_sessions_die_finder():
