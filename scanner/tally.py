@@ -156,6 +156,11 @@ class TallyParams:
     #: clipped already reads as yellow). Dev split and lean set, from 0.6: one confident
     #: mistake fewer, four faces more left unsure.
     rival_clipped: float = 0.5
+    #: ...and only a die whose colour lies within this distance of the nearest one: a clipped
+    #: orange die read as yellow lay up to 3.6 further from orange than from yellow (lean
+    #: set), a yellow die lay 4.8-6.9 from orange or green. Dev split and lean set: faces read
+    #: right of all dice +1.2 and +2.4 points, no confident mistake more (3.5 made one).
+    rival_margin: float = 4.5
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
     #: First the found square grown by each of place_grow (about its centre, its corners and
@@ -1607,7 +1612,8 @@ class TallyReader:
                 # towards the white Up Die): a clipped die's print must also tell it from
                 # every die of nearby colour that no other blob matches better.
                 rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
-                          and d <= self.params.clipped_identity_distance and not _held_elsewhere(other, d, taken)
+                          and d <= min(self.params.clipped_identity_distance, min(distances.values()) + self.params.rival_margin)
+                          and not _held_elsewhere(other, d, taken)
                           ] if blob.clipped > self.params.rival_clipped else []
                 face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals)
                 if face == UNSURE:

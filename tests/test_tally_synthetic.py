@@ -587,7 +587,7 @@ def test_a_clipped_die_is_not_doubted_for_a_die_that_lies_elsewhere(model_a):
     orange die lies elsewhere in the frame, matching its colour better."""
     from scanner.tally import TallyParams, TallyReader
 
-    reader = TallyReader(model_a, TallyParams(clipped_identity_distance=8.0))  # orange counts as near here
+    reader = TallyReader(model_a, TallyParams(clipped_identity_distance=8.0, rival_margin=8.0))  # orange counts as near here
     yellow, orange = ("yellow", "70", 640, 360, 56, 0.3), ("orange", "star", 760, 360, 56, 0.1)
     alone, _ = draw_scene([yellow], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
     (read,) = reader.read_dice(alone)
@@ -596,6 +596,21 @@ def test_a_clipped_die_is_not_doubted_for_a_die_that_lies_elsewhere(model_a):
     both, _ = draw_scene([yellow, orange], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
     read = min(reader.read_dice(both), key=lambda d: math.dist(d.blob.center, (640, 360)))
     assert (read.die, read.face) == ("yellow", "70")
+
+
+def test_a_clipped_die_is_doubted_only_for_dice_whose_colour_lies_about_as_near(model_a):
+    """A clipped yellow 70 might be a clipped orange one only while orange lies within
+    rival_margin of yellow's distance: a colour much further off is another die."""
+    from scanner.tally import TallyParams, TallyReader
+
+    image, _ = draw_scene([("yellow", "70", 640, 360, 56, 0.3)], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
+    near = TallyParams(clipped_identity_distance=8.0)
+    (read,) = TallyReader(model_a, near).read_dice(image)
+    gap = read.distances["orange"] - read.distances["yellow"]
+    assert read.blob.clipped > near.rival_clipped and read.distances["orange"] <= 8.0 and gap > 0.5
+    for margin, face in ((gap + 0.5, UNSURE), (gap - 0.5, "70")):
+        (read,) = TallyReader(model_a, replace(near, rival_margin=margin)).read_dice(image)
+        assert (read.die, read.face) == ("yellow", face), margin
 
 
 class StubFinder:
