@@ -32,6 +32,13 @@ def test_dice_outside_the_tray_are_not_in_the_roll():
     assert [d.center for d in kept] == [(500, 300)]
 
 
+def test_a_die_just_outside_the_tray_found_counts_and_one_a_die_further_out_does_not():
+    # The found tray can stop short of the floor in a wall's shadow: up to half a die out counts.
+    readings = [die(1120, 300), die(1150, 300)]
+    assert [d.center for d in keep_in_tray(readings, TRAY, 48, (1280, 720), (720, 1280, 3))] == [(1120, 300)]
+    assert keep_in_tray(readings, TRAY, None, (1280, 720), (720, 1280, 3)) == []
+
+
 def test_tray_is_scaled_to_the_frame_size():
     readings = [die(250, 150)]
     assert keep_in_tray(readings, TRAY, None, (1280, 720), (360, 640, 3)) == readings
