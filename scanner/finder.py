@@ -166,6 +166,13 @@ class FinderRules:
     reread_apart: float = 0.05
     reread_near: float = 1.0
     move_apart: float = 0.3
+    #: A Tally die the colour blobs found, its face unread, smaller than speck_size times the
+    #: median size of the dice the net scores at least sizing_score, where the net found no
+    #: die at all, is a square of a plaid rim or a cloth's check. Dev split, lean set and alt
+    #: look: precision +0.6, 0 and +1.1 points, no die lost (0.65 to 0.85 lost none either);
+    #: it took the two false dice out of a video roll on a plaid tray.
+    sizing_score: float = 0.7
+    speck_size: float = 0.75
     #: Whether a Tally die it found but could not name is added (as a die to tap and set).
     unnamed_tally: bool = True
     #: A Tally die it found mostly blown out, with no print read, is a lamp's mirror image on

@@ -1630,8 +1630,21 @@ class TallyReader:
                     continue
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
         if self.finder is not None:
+            dice = self._without_specks(dice, found_by_net)
             dice = self._with_found(image, gains, dice, found_by_net, typical, with_faces)
         return dice
+
+    def _without_specks(self, dice: list[DieRead], found: Sequence[FoundDie]) -> list[DieRead]:
+        """`dice` less the unread ones far smaller than the dice the finder is sure of, where it
+        found nothing: a square of a plaid rim or a cloth's check, not a die."""
+        rules = self.finder_rules
+        sure = [die.side for die in found if die.score >= rules.sizing_score]
+        if not sure:
+            return dice
+        size = float(np.median(sure))
+        return [d for d in dice if not (d.face in (None, UNSURE) and d.blob.side < rules.speck_size * size
+                                        and not any(rules.same(die, d.blob.center, d.blob.side) for die in found
+                                                    if die.score >= rules.min_score))]
 
     def _read_where_found(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, typical: float | None,
                           rivals: Collection[str], found: Sequence[FoundDie],

@@ -764,6 +764,33 @@ def test_an_unread_die_is_read_again_on_the_finder_s_square_of_it(change, moves,
         assert math.dist(blob.center, (x, y)) < 3.0
 
 
+def _read_at(die: str, face: str, cx: float, cy: float, side: float):
+    from scanner.tally import Blob, DieRead
+
+    quad = square(cx, cy, side, 0.0)
+    return DieRead(Blob(die, quad, (cx, cy), side, 1.0, 1.0, np.zeros(3, np.float32)), die, 0.9, {}, face, 0.9, {})
+
+
+@pytest.mark.parametrize("speck, finder_there, kept", [
+    (("up", UNSURE, 20.0), False, False),  # a plaid's square: unread, half the size, unseen by the net
+    (("up", UNSURE, 20.0), True, True),  # the net sees a die there: a die
+    (("up", "+2", 20.0), False, True),  # its print read: a die
+    (("up", UNSURE, 36.0), False, True),  # about the dice's size: left to the other checks
+])
+def test_an_unread_speck_much_smaller_than_the_dice_the_finder_is_sure_of_is_no_die(speck, finder_there, kept, model_a):
+    from scanner.tally import TallyReader
+
+    reader = TallyReader(model_a)
+    dice = [_read_at("red", "star", 400.0, 300.0, 40.0), _read_at(speck[0], speck[1], 800.0, 100.0, speck[2])]
+    found = [_found("red", 400.0, 300.0, 40.0, 0.0)]
+    if finder_there:
+        found.append(replace(_found("up", 800.0, 100.0, 20.0, 0.0), score=0.35))
+    left = reader._without_specks(dice, found)
+    assert [d.blob.center for d in left] == [(400.0, 300.0)] + ([(800.0, 100.0)] if kept else [])
+    # Without a die the net is sure of, the frame's die size is unknown: nothing is dropped.
+    assert reader._without_specks(dice, [replace(found[0], score=0.5)]) == dice
+
+
 def test_the_wizards_rolls_are_read_with_the_sessions_die_finder():
     from calibration.session import CalibrationSession
 
