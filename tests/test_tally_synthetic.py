@@ -640,8 +640,9 @@ def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_p
     assert TallyReader(model_a, blind).read(image) == []
     finder = StubFinder([_found("red", 400.0, 300.0, 52.0, 0.3), _found("red", 800.0, 400.0, 52.0, 0.1, cocked=0.9)])
     dice = TallyReader(model_a, blind, finder=finder).read(image)
-    assert [(d.die, d.face, d.cocked) for d in dice] == [("red", "star", False), (UNSURE, UNSURE, True)]  # one red die in a set
-    assert dice[0].confidence > 0.5 and dice[1].confidence == 0.0
+    # One red die in a set: the second is not red; its body colour and print name it blue.
+    assert [(d.die, d.face, d.cocked) for d in dice] == [("red", "star", False), ("blue", "(10)", True)]
+    assert dice[0].confidence > 0.5 and 0.0 < dice[1].confidence <= TallyParams().colour_print_identity_confidence
 
 
 def test_the_finder_adds_nothing_where_the_blobs_found_a_die(model_a):
@@ -654,15 +655,23 @@ def test_the_finder_adds_nothing_where_the_blobs_found_a_die(model_a):
     assert TallyReader(model_a, finder=finder).read(image) == alone
 
 
+@pytest.mark.parametrize("print_reads", [True, False])
 @pytest.mark.parametrize("named, sure", [("green", 0.4), ("blue", 0.99)])
-def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_found_but_not_named(named, sure, model_a):
+def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_named_by_colour_and_print_or_not(
+        named, sure, print_reads, model_a, monkeypatch):
+    """The finder knows our renders' dice only: where it cannot name a die it found (or names
+    another than the body colour), the user's learned colour and print name it when they
+    agree, and nothing does when the print does not read."""
     from scanner.tally import TallyParams, TallyReader
 
     image, _ = draw_scene([("green", "30", 400.0, 300.0, 52.0, 0.3)], seed=6)
     blind = replace(TallyParams(), min_print_score=2.0)
     finder = StubFinder([_found(named, 400.0, 300.0, 52.0, 0.3, sure=sure)])
-    dice = TallyReader(model_a, blind, finder=finder).read(image)
-    assert [(d.die, d.face, d.cocked) for d in dice] == [(UNSURE, UNSURE, False)]
+    reader = TallyReader(model_a, blind, finder=finder)
+    if not print_reads:
+        monkeypatch.setattr(reader, "_read_or_place", lambda *args, **kwargs: (UNSURE, 0.0, {}))
+    dice = reader.read(image)
+    assert [(d.die, d.face, d.cocked) for d in dice] == [("green", "30", False) if print_reads else (UNSURE, UNSURE, False)]
 
 
 def _in_shadow(image: np.ndarray, cx: float, cy: float, side: float, factor: float) -> np.ndarray:
@@ -687,8 +696,10 @@ def test_a_body_in_shadow_is_named_by_its_colour_lit_up_to_the_learned_brightnes
         assert relit["up"] == plain["up"]
 
 
-@pytest.mark.parametrize("sure, expected", [(0.99, "orange"), (0.55, "orange"), (0.45, UNSURE)])
-def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_colour_agree(sure, expected, model_a):
+@pytest.mark.parametrize("sure, by_net", [(0.99, True), (0.55, True), (0.45, False)])
+def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_colour_agree(sure, by_net, model_a):
+    """Named by the finder and the colour lit up to the learned brightness; below the
+    finder's min_identity, by that colour and the print (with that one's confidence)."""
     from scanner.tally import TallyParams, TallyReader
 
     image, _ = draw_scene([("orange", "star", 400.0, 300.0, 52.0, 0.3), ("blue", "20", 900.0, 400.0, 52.0, 0.2)], seed=9)
@@ -696,7 +707,8 @@ def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_co
     blind = replace(TallyParams(), min_print_score=2.0)
     finder = StubFinder([_found("orange", 400.0, 300.0, 52.0, 0.3, sure=sure)])
     (die,) = TallyReader(model_a, blind, finder=finder).read_dice(image)
-    assert die.die == expected
+    assert (die.die, die.face) == ("orange", "star")
+    assert (die.die_confidence == blind.colour_print_identity_confidence) != by_net
 
 
 @pytest.mark.parametrize("blobs_see_it", [True, False])
