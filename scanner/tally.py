@@ -166,6 +166,13 @@ class TallyParams:
     #: set), a yellow die lay 4.8-6.9 from orange or green. Dev split and lean set: faces read
     #: right of all dice +1.2 and +2.4 points, no confident mistake more (3.5 made one).
     rival_margin: float = 4.5
+    #: ...and only a die that, lit up until it clips (each of clip_gains), would look within
+    #: rival_clip_margin as near (see clipped_distances): a clipped orange read as yellow lay
+    #: at most 0.4 further as a clipped orange than from yellow; green, 4-5 further. Dev
+    #: split and alt look: read right of all +0.2 and +3.3 points, lean the same, no
+    #: confident mistake more.
+    rival_clip_margin: float = 2.0
+    clip_gains: tuple[float, ...] = (1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0)
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
     #: First the found square grown by each of place_grow (about its centre, its corners and
@@ -1268,6 +1275,25 @@ def relit_distances(body: np.ndarray, model: TallyModel, params: TallyParams) ->
     return result
 
 
+def clipped_distances(lab: np.ndarray, model: TallyModel, params: TallyParams) -> dict[str, float]:
+    """Normalised distance of a body colour (balanced Lab) to every learned body as that body
+    looks lit brighter until the camera clips it: its balanced sRGB times each of
+    params.clip_gains, clipped at 255, the nearest of them.
+
+    Clipping moves a hue one way only: an orange die's red clips first and it turns yellow,
+    but no green die turns yellow (its green clips, its red stays low).
+    """
+    observed = np.float32(lab).reshape(1, 3)
+    spreads = _spreads(model, params.spread_floor)
+    gains = np.float32(params.clip_gains).reshape(-1, 1)
+    result = {}
+    for die, learned in model.bodies.items():
+        bgr = cv2.cvtColor(np.uint8(np.clip(learned.lab, 0, 255)).reshape(1, 1, 3), cv2.COLOR_LAB2BGR)
+        brighter = lab_of(np.clip(bgr.reshape(1, 3).astype(np.float32) * gains, 0, 255))
+        result[die] = float(np.sqrt((((brighter - observed) / spreads[die]) ** 2).sum(-1)).min())
+    return result
+
+
 def identify(lab: np.ndarray, model: TallyModel, params: TallyParams) -> tuple[str, float]:
     """(die, confidence) from the body colour; "unsure" when two dice are nearly as close."""
     return _nearest(colour_distances(lab, model, params), params)
@@ -1616,10 +1642,14 @@ class TallyReader:
                 # Clipping shifts a body's hue (orange turns yellow, blue and green pale
                 # towards the white Up Die): a clipped die's print must also tell it from
                 # every die of nearby colour that no other blob matches better.
-                rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
-                          and d <= min(self.params.clipped_identity_distance, min(distances.values()) + self.params.rival_margin)
-                          and not _held_elsewhere(other, d, taken)
-                          ] if blob.clipped > self.params.rival_clipped else []
+                rivals: list[str] = []
+                if blob.clipped > self.params.rival_clipped:
+                    nearest = min(distances.values())
+                    brighter = clipped_distances(blob.lab, self.model, self.params)
+                    rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
+                              and d <= min(self.params.clipped_identity_distance, nearest + self.params.rival_margin)
+                              and brighter[other] <= nearest + self.params.rival_clip_margin
+                              and not _held_elsewhere(other, d, taken)]
                 face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals)
                 if face == UNSURE:
                     face, face_confidence, scores = self._read_where_found(

@@ -613,6 +613,21 @@ def test_a_clipped_die_is_doubted_only_for_dice_whose_colour_lies_about_as_near(
         assert (read.die, read.face) == ("yellow", face), margin
 
 
+def test_clipping_turns_an_orange_die_yellow_but_no_green_one(model_a):
+    """A body lit brighter until the camera clips it keeps moving one way: orange's red clips
+    and it looks yellow; a green die never does, so it is no rival of a clipped yellow one."""
+    from scanner.tally import TallyParams, clipped_distances, colour_distances, lab_of
+
+    params = TallyParams()
+    blown_orange = lab_of(np.clip(np.float32(LOOK_A.bodies["orange"]) * 2.0, 0, 255))
+    plain = colour_distances(blown_orange, model_a, params)
+    brighter = clipped_distances(blown_orange, model_a, params)
+    assert brighter["orange"] < plain["orange"] and brighter["orange"] <= min(plain.values()) + params.rival_clip_margin
+    blown_yellow = lab_of(np.clip(np.float32(LOOK_A.bodies["yellow"]) * 1.5, 0, 255))
+    plain = colour_distances(blown_yellow, model_a, params)
+    assert clipped_distances(blown_yellow, model_a, params)["green"] > min(plain.values()) + params.rival_clip_margin
+
+
 class StubFinder:
     """Stands in for the die finder net: answers the dice it was given."""
 
