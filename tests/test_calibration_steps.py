@@ -158,6 +158,13 @@ def test_the_black_level_of_the_empty_tray_is_the_colour_of_an_added_room_light(
     assert subtract_black_level(empty, None) is empty and (Look("same").apply(empty) == empty).all()
 
 
+def test_a_faint_tint_in_the_shadows_is_no_room_light():
+    # Under MIN_BLACK_LEVEL in every channel: light bounced off a coloured tray, left alone.
+    empty = _photo(FIXTURES / "tossup" / "tossup-s01-empty.jpg")
+    assert black_level(Look("faint", cast=(10.0, 4.0, 0.0)).apply(empty)) == (0.0, 0.0, 0.0)
+    assert max(black_level(Look("room light", cast=(20.0, 4.0, 0.0)).apply(empty))) >= 15
+
+
 def test_a_profile_black_level_is_taken_off_before_the_scanner_reads(tmp_path):
     photo = _photo(FIXTURES / "tossup" / "tossup-s01-r00.jpg")
     lit = Look("room light", cast=(30.0, 10.0, 0.0)).apply(photo)
