@@ -59,7 +59,6 @@ from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
 log = logging.getLogger(__name__)
 
-
 #: The faces each die can show: identity narrows the face to these.
 DIE_FACES: Mapping[str, tuple[str, ...]] = {**{d: tuple(dict.fromkeys(f)) for d, f in TALLY_FACES.items()},
                                             UP_DIE: tuple(UP_FACES)}
@@ -1665,7 +1664,8 @@ class TallyReader:
                     continue
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
         if self.finder is not None:
-            dice = self._without_specks(dice, found_by_net)
+            if with_faces:
+                dice = self._without_specks(dice, found_by_net)
             dice = self._with_found(image, gains, dice, found_by_net, typical, with_faces)
         return dice
 
@@ -1729,7 +1729,8 @@ class TallyReader:
                     typical: float | None, with_faces: bool) -> list[DieRead]:
         """`dice` plus the dice the finder found that the colour blobs missed (a white Up Die
         on a white board, a die in a wall's shadow): named when the finder and the body colour
-        agree and no other die is that one, the face read by the templates. Only these take
+        agree, or the body colour and the print do, and no other die is that one, the face read
+        by the templates. Only these take
         the finder's word on leaning: on the blobs' dice it raised more false alarms than it
         caught cocked dice (dev tables held out of its training)."""
         rules = self.finder_rules
