@@ -768,14 +768,13 @@ def test_an_unread_die_is_read_again_on_the_finder_s_square_of_it(change, moves,
     """The colour blobs' outline can take in a shadow or a side face (a white Up Die on a
     white board): where its print reads as no face, the print on the square the finder found
     for the same die close by decides, and the die moves there."""
-    from scanner.tally import UNSURE as NO_READ
     from scanner.tally import TallyReader, balance_gains
 
     image, _ = draw_scene([("red", "(50)", 400.0, 300.0, 52.0, 0.3)], seed=3)
     reader = TallyReader(model_a)
     gains = balance_gains(image)
     blob = _off_blob("red", 400.0, 300.0, 52.0, 0.3)
-    assert reader._read_or_place(image, gains, blob, "red", None)[0] == NO_READ
+    assert reader._read_or_place(image, gains, blob, "red", None)[0] == UNSURE
     blob = _off_blob("red", 400.0, 300.0, 52.0, 0.3)
     before = blob.center
     x, y = 400.0, 300.0
@@ -784,7 +783,7 @@ def test_an_unread_die_is_read_again_on_the_finder_s_square_of_it(change, moves,
     elif "shift" in change:
         x = blob.center[0] + change["shift"]
     found = replace(_found(change.get("identities", "red"), x, y, 52.0, 0.3), score=change.get("score", 0.9))
-    read = reader._read_where_found(image, gains, blob, "red", None, (), [found], (NO_READ, 0.0, {}))
+    read = reader._read_where_found(image, gains, blob, "red", None, (), [found], (UNSURE, 0.0, {}))
     assert read[0] == face
     assert (blob.center != before) == moves
     if moves:
