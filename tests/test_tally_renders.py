@@ -44,12 +44,12 @@ def _card(split: str) -> Scorecard:
 def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     card = _card("test")
     summary = card.summary()
-    assert summary["detection_precision"] >= 0.95, card.failures
-    assert summary["detection_recall"] >= 0.91, card.failures
-    assert summary["identity_accuracy"] >= 0.92, card.failures
+    assert summary["detection_precision"] >= 0.975, card.failures
+    assert summary["detection_recall"] >= 0.94, card.failures
+    assert summary["identity_accuracy"] >= 0.955, card.failures
     assert summary["wrong_confident_rate"] <= 0.005, card.failures
-    assert summary["face_accuracy"] >= 0.84, card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.79, card.confusion_table()
+    assert summary["face_accuracy"] >= 0.87, card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.83, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -91,8 +91,8 @@ def test_twenty_photos_teach_a_differently_looking_set():
     # dice on the white board under a warm lamp, but their prints and colours are far darker
     # and paler than any teaching table showed, so many stay unnamed or unread. The targets
     # (issue 5) are far above these bars.
-    assert summary["identity_accuracy"] >= 0.84 and summary["identity_accuracy"] > before["identity_accuracy"]
+    assert summary["identity_accuracy"] >= 0.92 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.75, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.73 and summary["read_right_of_all"] > before["read_right_of_all"]
-    assert summary["detection_precision"] >= 0.945 and summary["detection_recall"] >= 0.94, taught_card.failures
+    assert summary["face_accuracy"] >= 0.88, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.85 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures
