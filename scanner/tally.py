@@ -1249,6 +1249,11 @@ def assign_identities(distances: Sequence[Mapping[str, float]], params: TallyPar
     return result
 
 
+def _bgr_of(lab: Sequence[float]) -> np.ndarray:
+    """The balanced BGR colour (3 floats) of an 8-bit Lab one: lab_of's inverse."""
+    return cv2.cvtColor(np.uint8(np.clip(lab, 0, 255)).reshape(1, 1, 3), cv2.COLOR_LAB2BGR).reshape(3).astype(np.float32)
+
+
 def relit_distances(body: np.ndarray, model: TallyModel, params: TallyParams) -> dict[str, float]:
     """Normalised distance of a balanced BGR body colour to every learned body, each coloured
     body compared as if the die were lit as brightly as that body was learned.
@@ -1266,8 +1271,7 @@ def relit_distances(body: np.ndarray, model: TallyModel, params: TallyParams) ->
         if math.hypot(learned.lab[1] - 128.0, learned.lab[2] - 128.0) < params.neutral_chroma:
             result[die] = plain[die]
             continue
-        target = cv2.cvtColor(np.uint8(np.clip(learned.lab, 0, 255)).reshape(1, 1, 3), cv2.COLOR_LAB2BGR)
-        target = target.reshape(3).astype(np.float32)
+        target = _bgr_of(learned.lab)
         # Only brighter: a die lit brighter than its body was learned is what glare looks like.
         gain = min(max(float(observed @ target) / max(float(observed @ observed), 1e-6), 1.0), params.max_relight)
         result[die] = colour_distances(lab_of(np.clip(observed * gain, 0, 255)), model, params)[die]
@@ -1287,8 +1291,7 @@ def clipped_distances(lab: np.ndarray, model: TallyModel, params: TallyParams) -
     gains = np.float32(params.clip_gains).reshape(-1, 1)
     result = {}
     for die, learned in model.bodies.items():
-        bgr = cv2.cvtColor(np.uint8(np.clip(learned.lab, 0, 255)).reshape(1, 1, 3), cv2.COLOR_LAB2BGR)
-        brighter = lab_of(np.clip(bgr.reshape(1, 3).astype(np.float32) * gains, 0, 255))
+        brighter = lab_of(np.clip(_bgr_of(learned.lab) * gains, 0, 255))
         result[die] = float(np.sqrt((((brighter - observed) / spreads[die]) ** 2).sum(-1)).min())
     return result
 
@@ -1730,9 +1733,9 @@ class TallyReader:
         """`dice` plus the dice the finder found that the colour blobs missed (a white Up Die
         on a white board, a die in a wall's shadow): named when the finder and the body colour
         agree, or the body colour and the print do, and no other die is that one, the face read
-        by the templates. Only these take
-        the finder's word on leaning: on the blobs' dice it raised more false alarms than it
-        caught cocked dice (dev tables held out of its training)."""
+        by the templates. Only these take the finder's word on leaning: on the blobs' dice it
+        raised more false alarms than it caught cocked dice (dev tables held out of its
+        training)."""
         rules = self.finder_rules
         result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
@@ -1740,13 +1743,14 @@ class TallyReader:
             if not rules.admits(die, [(d.blob.center, d.blob.side) for d in result]):
                 continue
             quad = np.float32(die.corners())
-            name, chance = self._found_identity(image, gains, quad, die, held)
+            colours = self._body_distances(image, gains, quad)
+            name, chance = self._found_identity(die, colours, held)
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
             if with_faces and name == UNSURE:
                 # The finder knows our renders' dice only (a black Up Die is none of them to it):
                 # the user's own body colour and print, agreeing, name the die without it.
-                by_colour = self._named_by_colour(image, gains, quad, held)
+                by_colour = self._named_by_colour(colours, held)
                 if by_colour != UNSURE:
                     read = self._read_or_place(image, gains, blob, by_colour, typical)
                     if read[0] != UNSURE:
@@ -1769,35 +1773,36 @@ class TallyReader:
                                   scores, leaning=die.cocked >= rules.cocked))
         return result
 
-    def _named_by_colour(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray,
-                         held: Collection[str]) -> str:
-        """The die whose learned body colour the top face in `quad` clearly has (as lit, or lit
-        up to the learned brightness) and that no other die of the frame is; else unsure."""
+    def _body_distances(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray) -> tuple[dict[str, float], ...]:
+        """The top face's body colour against every learned body: as lit, and lit as brightly
+        as the dice were learned (a die the finder found where the blobs did not is often in
+        a wall's shadow; see relit_distances)."""
         _, body, _ = ink_of(face_patch(image, quad, gains))
-        for distances in (colour_distances(lab_of(body), self.model, self.params),
-                          relit_distances(body, self.model, self.params)):
+        return colour_distances(lab_of(body), self.model, self.params), relit_distances(body, self.model, self.params)
+
+    def _named_by_colour(self, colours: Sequence[Mapping[str, float]], held: Collection[str]) -> str:
+        """The die whose learned body colour the top face clearly has (`colours`: see
+        _body_distances) and that no other die of the frame is; else unsure."""
+        for distances in colours:
             by_colour, _ = _nearest(distances, self.params)
             if by_colour != UNSURE and by_colour not in held and by_colour in self.compiled.templates:
                 return by_colour
         return UNSURE
 
-    def _found_identity(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: FoundDie,
+    def _found_identity(self, die: FoundDie, colours: Sequence[Mapping[str, float]],
                         held: Collection[str]) -> tuple[str, float]:
         """(die, confidence) of a die the finder found: the learned body colour of its top
-        face and the finder must name the same die (the net may break a tie between two
-        colours that lie as near, when it is sure), and no other die of the frame be it. The
-        finder learned our renders' colours only; the body colours are the user's own."""
+        face (`colours`: see _body_distances) and the finder must name the same die (the net
+        may break a tie between two colours that lie as near, when it is sure), and no other
+        die of the frame be it. The finder learned our renders' colours only; the body colours
+        are the user's own."""
         chances = {name: p for name, p in zip(IDENTITIES, die.identities) if name in DIE_FACES}
         if not chances:
             return UNSURE, 0.0
         guess = max(chances, key=chances.__getitem__)
         if guess in held or guess not in self.compiled.templates:
             return UNSURE, 0.0
-        _, body, _ = ink_of(face_patch(image, quad, gains))
-        # The finder found it where the blobs did not, often in a wall's shadow: the body is
-        # then also compared as if lit as brightly as the dice were learned.
-        for distances in (colour_distances(lab_of(body), self.model, self.params),
-                          relit_distances(body, self.model, self.params)):
+        for distances in colours:
             by_colour, colour_confidence = _nearest(distances, self.params)
             if by_colour == guess and chances[guess] >= self.finder_rules.min_identity:
                 return guess, round(min(chances[guess], colour_confidence), 4)
