@@ -12,10 +12,12 @@ then rebuild the built-in Tally look, which stores the codes of its faces:
 It learns from the flat dice of the Tally dev split, the teach set and the lean set, never from
 the test split or the alternative look (`fixtures/alt`), which measure it. Every die is cut many
 times, each time as the reader might find it: its top face shifted, grown or shrunk, turned by
-any angle, under a balance a little off, blurred and noisy. The net is taught to name the face
-from the ink mask alone (a cosine classifier over every face label of the set, and "no face" for
-a square cut off the print), so that its codes for one face lie together whatever die, colour or
-turn it came from. Cutting and augmenting are plain numpy and OpenCV, tested without PyTorch.
+any angle, under a balance a little off, blurred and noisy, some with a shadow cast across the
+die, some read as the reader reads a face left unsure (the shade divided out first). The net is
+taught to name the face from the ink mask alone (a cosine classifier over every face label of
+the set, and "no face" for a square cut off the print), so that its codes for one face lie
+together whatever die, colour or turn it came from. Cutting and augmenting are plain numpy and
+OpenCV, tested without PyTorch.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import argparse
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -33,7 +35,7 @@ import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
 from scanner.labels import photo_labels
-from scanner.tally import DIE_FACES, PATCH_SIDE, balance_gains, face_patch, ink_of
+from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,10 @@ CLASSES: tuple[str, ...] = (*FACE_LABELS, NO_FACE)
 MIN_VISIBLE = 0.9
 #: A crop around each die, in sides from its centre: room for every jittered square.
 CROP = 1.6
+#: Shares of the cuts with a shadow cast across the die, and read as the reader reads a face
+#: left unsure (its shade divided out first, see tally.shadow_flattened).
+SHADOWED = 0.3
+FLATTENED = 0.4
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,8 @@ class FaceExample:
     die: str
     face: str
     name: str
+    #: +1 print lighter than the body, -1 darker (see tally.shadow_flattened).
+    ink_sign: int = 1
 
 
 def load_face_examples(fixtures: Path) -> list[FaceExample]:
@@ -80,9 +88,14 @@ def load_face_examples(fixtures: Path) -> list[FaceExample]:
                 x0, y0 = max(0, int(die.center[0] - reach)), max(0, int(die.center[1] - reach))
                 x1, y1 = min(image.shape[1], int(die.center[0] + reach) + 1), min(image.shape[0], int(die.center[1] + reach) + 1)
                 corners = np.float32(die.corners) - np.float32([x0, y0])
-                examples.append(FaceExample(image[y0:y1, x0:x1].copy(), corners, gains, die.die, die.face,
-                                            f"{photo.image.name}#{index}"))
-    return examples
+                crop = image[y0:y1, x0:x1].copy()
+                _, body, ink = ink_of(face_patch(crop, corners, gains))
+                examples.append(FaceExample(crop, corners, gains, die.die, die.face, f"{photo.image.name}#{index}",
+                                            1 if float(ink.sum()) >= float(body.sum()) else -1))
+    # Shadows and glare flip a few dice's own measure: each die's print is as most of its
+    # examples show it.
+    signs = {die: 1 if sum(e.ink_sign for e in examples if e.die == die) >= 0 else -1 for die in {e.die for e in examples}}
+    return [replace(e, ink_sign=signs[e.die]) for e in examples]
 
 
 def jittered(rng: np.random.Generator, corners: np.ndarray, off: bool = False) -> np.ndarray:
@@ -115,9 +128,33 @@ def augmented_ink(rng: np.random.Generator, example: FaceExample, off: bool = Fa
     if rng.random() < 0.5:
         noise = rng.normal(0.0, float(rng.uniform(1.0, 6.0)), crop.shape)
         crop = np.clip(crop.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+    if rng.random() < SHADOWED:
+        crop = shadowed(rng, crop, example.corners)
     gains = example.gains * rng.uniform(0.85, 1.15, 3).astype(np.float32) * float(rng.uniform(0.7, 1.25))
-    ink, _, _ = ink_of(face_patch(crop, jittered(rng, example.corners, off), np.float32(gains)))
+    patch = face_patch(crop, jittered(rng, example.corners, off), np.float32(gains))
+    if rng.random() < FLATTENED:
+        patch = shadow_flattened(patch, example.ink_sign, TallyParams())
+    ink, _, _ = ink_of(patch)
     return ink
+
+
+def shadowed(rng: np.random.Generator, crop: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """The crop with a straight-edged shadow (a neighbour's, the wall's, a hand's) across the
+    die: one side of a line through the top face darkened by 25-75 %, its edge soft over a
+    few pixels, as a lamp above the tray casts it."""
+    corners = np.float32(corners)
+    centre = corners.mean(axis=0)
+    side = float(np.mean(np.linalg.norm(corners - np.roll(corners, 1, axis=0), axis=1)))
+    heading = float(rng.uniform(0.0, 2 * math.pi))
+    normal = np.float32([math.cos(heading), math.sin(heading)])
+    through = centre + normal * float(rng.uniform(-0.35, 0.35)) * side
+    ys, xs = np.mgrid[0:crop.shape[0], 0:crop.shape[1]].astype(np.float32)
+    signed = (xs - through[0]) * normal[0] + (ys - through[1]) * normal[1]
+    softness = float(rng.uniform(0.3, 0.1 * side + 0.5))
+    lit = 1.0 / (1.0 + np.exp(-np.clip(signed / softness, -30.0, 30.0)))
+    darkness = float(rng.uniform(0.25, 0.75))
+    light = (1.0 - darkness) + darkness * lit
+    return np.clip(crop.astype(np.float32) * light[..., None], 0, 255).astype(np.uint8)
 
 
 def dataset(rng: np.random.Generator, examples: Sequence[FaceExample], per_example: int,

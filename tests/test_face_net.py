@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet, unit_rows
-from scanner.face_training import CLASSES, FACE_LABELS, FaceExample, dataset, jittered, load_face_examples
+from scanner.face_training import CLASSES, FACE_LABELS, FaceExample, dataset, jittered, load_face_examples, shadowed
 from scanner.frames import UNSURE
 from scanner.tally import PATCH_SIDE, TallyParams, TallyReader, model_from_json
 
@@ -69,6 +69,33 @@ def test_a_dataset_holds_each_die_s_cuts_and_its_off_cuts():
     assert [CLASSES[c] for c in classes] == ["50"] * 3 + [NO_FACE] * 2 + ["50"] * 3 + [NO_FACE] * 2
     assert 0.0 <= inputs.min() and inputs.max() <= 1.0 and inputs[0].std() > 0.1  # a print, not a blank
     assert set(FACE_LABELS) == {face for faces in FACES.values() for face in faces}
+
+
+def test_a_shadow_cast_in_training_darkens_one_side_of_a_line_across_the_die():
+    crop = np.full((100, 100, 3), 200, np.uint8)
+    corners = np.float32([(30, 30), (70, 30), (70, 70), (30, 70)])
+    rng = np.random.default_rng(5)
+    inside = np.zeros((100, 100), bool)
+    inside[30:70, 30:70] = True
+    for _ in range(50):
+        shaded = shadowed(rng, crop, corners)[..., 0].astype(np.float32)
+        assert shaded.max() >= 199 and shaded.min() >= 0.25 * 200 - 1
+        # Both the light and the shadow fall on the top face.
+        assert shaded[inside].max() >= 0.95 * 200 and shaded[inside].min() <= 0.85 * 200
+
+
+def test_each_die_s_print_counts_as_lighter_or_darker_as_most_of_its_photos_show_it(tmp_path):
+    folder = tmp_path / "tallyup"
+    folder.mkdir()
+    for index, seed in enumerate((1, 2, 3)):
+        image, labels = draw_scene([("red", "50", 300.0, 300.0, 52.0, 0.2), ("up", "+3", 700.0, 300.0, 52.0, 0.4)], seed=seed)
+        cv2.imwrite(str(folder / f"tallyup-s00-r0{index}.jpg"), image)
+        dice = [{"die": d.die, "face": d.face, "center": list(d.center), "corners": [list(c) for c in d.corners],
+                 "cocked": False} for d in labels]
+        (folder / f"tallyup-s00-r0{index}.json").write_text(json.dumps(
+            {"image": f"tallyup-s00-r0{index}.jpg", "dice_set": "tallyup", "dice": dice, "scene": {"split": "dev"}}))
+    signs = {(e.die, e.ink_sign) for e in load_face_examples(tmp_path)}
+    assert signs == {("red", 1), ("up", -1)}  # white print on red, dark print on the white Up Die
 
 
 def test_a_missing_face_net_says_how_to_train_one(tmp_path):
@@ -157,6 +184,45 @@ class TurnedNet:
 
     def codes(self, inks):
         return unit_rows(np.tile(self.code, (len(inks), 1)))
+
+
+class CyclingNet:
+    """A face net whose codes for a print's cuts are the taught codes of `faces` in turn."""
+
+    def __init__(self, model, faces):
+        self.fingerprint = model.code_net
+        self.codes_in_turn = [np.float32(model.codes[face]) for face in faces]
+        self.calls = []
+
+    def codes(self, inks):
+        start = sum(self.calls)
+        self.calls.append(len(inks))
+        return unit_rows(np.stack([self.codes_in_turn[(start + i) % len(self.codes_in_turn)] for i in range(len(inks))]))
+
+
+@pytest.mark.parametrize("faces, expected", [
+    (["100"], "100"),
+    (["100", "50"], UNSURE),  # the cuts read as two faces: the mean lies between them
+    (["100"] * 5 + ["50"], "100"),  # one cut in six off: the mean still lies by 100
+    (["star", "50"], UNSURE),
+])
+def test_the_net_reads_the_mean_code_of_every_cut_and_turn_of_a_print(faces, expected, model_a):
+    image, _ = draw_scene([("red", "50", 400.0, 300.0, 52.0, 0.2)], seed=2)
+    blind = replace(TallyParams(), min_score=2.0, pair_vote=2.0, clipped_pair_vote=2.0, flatten_strictness=0.0)
+    reader = TallyReader(model_a, blind, face_net=CyclingNet(model_a, faces))
+    ink = np.zeros((PATCH_SIDE, PATCH_SIDE), np.float32)
+    assert reader._code_decision([ink] * 3, "red", blind)[0] == expected
+    # The first cut alone first, then its other turns and the other scales at once.
+    if expected != UNSURE:
+        assert reader.face_net.calls == [1, 3 * len(blind.code_turns) - 1]
+
+
+def test_a_print_the_first_cut_leaves_far_from_any_face_is_not_cut_again(model_a):
+    net = CyclingNet(model_a, [NO_FACE])
+    reader = TallyReader(model_a, face_net=net)
+    ink = np.zeros((PATCH_SIDE, PATCH_SIDE), np.float32)
+    assert reader._code_decision([ink] * 3, "red", TallyParams()) == (UNSURE, 0.0)
+    assert net.calls == [1]
 
 
 def test_the_net_decides_only_where_the_templates_are_unsure(model_a):

@@ -2,9 +2,9 @@
 
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
-the built-in look, the die finder and the face net (70 photos, 308 dice: recall 92.9 %,
-precision 96.6 %, identity 94.2 %, faces 86.0 % of the dice found, 80.5 % of all flat dice read
-right, wrong and confident 0.36 %: one die, an orange (70), half clipped and so yellowish, read
+the built-in look, the die finder and the face net (70 photos, 308 dice: recall 94.5 %,
+precision 98.3 %, identity 96.1 %, faces 89.4 % of the dice found, 85.2 % of all flat dice read
+right, wrong and confident 0.35 %: one die, an orange (70), half clipped and so yellowish, read
 as yellow (40)). The dice only the finder finds are mostly in deep shadow, white on white or
 blown out: often not named or not read, so they lower the shares of found dice while more dice
 are read right in all. The targets are identity >= 99.8 %, face >= 99.5 %.
@@ -48,8 +48,8 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     assert summary["detection_recall"] >= 0.94, card.failures
     assert summary["identity_accuracy"] >= 0.955, card.failures
     assert summary["wrong_confident_rate"] <= 0.005, card.failures
-    assert summary["face_accuracy"] >= 0.87, card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.83, card.confusion_table()
+    assert summary["face_accuracy"] >= 0.88, card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.84, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -84,15 +84,15 @@ def test_twenty_photos_teach_a_differently_looking_set():
         built_in_card.add(label.image.name, label.dice, built_in.read(image))
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
-    # Measured (18 photos, 93 dice), with the die finder and the face net: taught recall 95.7 %,
-    # precision 95.7 %, identity 86.2 %, faces 78.2 % of the dice found and 75.6 % of all flat
-    # dice read right, no confident mistake (the built-in look: identity 79.5 %, 55.6 % of all
-    # read right). The finder finds the black Up Die against a black rim or dark felt and the
-    # dice on the white board under a warm lamp, but their prints and colours are far darker
-    # and paler than any teaching table showed, so many stay unnamed or unread. The targets
-    # (issue 5) are far above these bars.
-    assert summary["identity_accuracy"] >= 0.92 and summary["identity_accuracy"] > before["identity_accuracy"]
+    # Measured (18 photos, 93 dice), with the die finder and the face net: taught recall 96.8 %,
+    # precision 98.9 %, identity 94.3 %, faces 94.3 % of the dice found and 91.1 % of all flat
+    # dice read right, no confident mistake (the built-in look: identity 83.0 %, 63.3 % of all
+    # read right, one confident mistake). The finder finds the black Up Die against a black rim
+    # or dark felt and the dice on the white board under a warm lamp, but their prints and
+    # colours are far darker and paler than any teaching table showed, so some stay unnamed or
+    # unread. The targets (issue 5) are above these bars.
+    assert summary["identity_accuracy"] >= 0.93 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.88, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.85 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["face_accuracy"] >= 0.92, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.89 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures
