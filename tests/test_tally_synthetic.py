@@ -670,6 +670,34 @@ def test_the_finder_adds_nothing_where_the_blobs_found_a_die(model_a):
     assert TallyReader(model_a, finder=finder).read(image) == alone
 
 
+class CountingFinder(StubFinder):
+    def __init__(self, found):
+        super().__init__(found)
+        self.calls = 0
+
+    def find(self, image):
+        self.calls += 1
+        return super().find(image)
+
+
+def test_the_finder_runs_only_where_a_die_of_the_set_is_missing_or_unread(model_a):
+    from scanner.tally import TallyReader
+
+    layout = [(die, face, 200.0 + 140.0 * index, 300.0 + 40.0 * (index % 2), 52.0, 0.2 * index)
+              for index, (die, face) in enumerate([("red", "50"), ("orange", "star"), ("yellow", "20"), ("green", "30"),
+                                                   ("blue", "10"), ("purple", "star"), ("up", "+3")])]
+    image, _ = draw_scene(layout, seed=4)
+    # An eighth square the finder is sure of: a set has seven dice, so it is never asked.
+    finder = CountingFinder([_found("red", 1100.0, 600.0, 52.0, 0.0)])
+    every = TallyReader(model_a, finder=finder).read(image)
+    assert sorted((d.die, d.face) for d in every) == sorted((die, face) for die, face, *_ in layout)
+    assert finder.calls == 0
+    # One die fewer: the finder looks (once), and adds the square it is sure of.
+    image, _ = draw_scene(layout[1:], seed=4)
+    short = TallyReader(model_a, finder=finder).read(image)
+    assert finder.calls == 1 and len(short) == 7
+
+
 @pytest.mark.parametrize("print_reads", [True, False])
 @pytest.mark.parametrize("named, sure", [("green", 0.4), ("blue", 0.99)])
 def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_named_by_colour_and_print_or_not(
