@@ -218,6 +218,12 @@ class TallyParams:
     flatten_strictness: float = 0.8
     flatten_kernel: int = 7
     flatten_max_gain: float = 6.0
+    #: A die only the finder found, its top face blown out: named as the finder names it when
+    #: at least rim_share of its edge band (plus rim_over_tray times the tray ring's share)
+    #: has that die's body colour, at this confidence (see rim_shares).
+    rim_share: float = 0.08
+    rim_over_tray: float = 1.0
+    rim_identity_confidence: float = 0.5
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.
@@ -1807,6 +1813,8 @@ class TallyReader:
             quad = np.float32(die.corners())
             colours = self._body_distances(image, gains, quad)
             name, chance = self._found_identity(die, colours, held)
+            if name == UNSURE and _blown_share(image, quad) > self.params.max_clipped:
+                name, chance = self._named_by_rim(die, rim_shares(image, gains, quad, self.compiled), held)
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
             if with_faces and name == UNSURE:
@@ -1871,6 +1879,61 @@ class TallyReader:
             if _among_nearest(distances, guess, self.params) and chances[guess] >= self.finder_rules.sure_identity:
                 return guess, 0.5  # the net breaks the colour's tie
         return UNSURE, 0.0
+
+
+    def _named_by_rim(self, die: FoundDie, shares: Mapping[str, tuple[float, float]],
+                      held: Collection[str]) -> tuple[str, float]:
+        """(die, confidence) of a die the finder found whose top face the camera blew out
+        (glare leaves it white, whatever its colour): the finder's likeliest identity, when
+        no other die of the frame is it and the die's own edge shows that die's body colour,
+        more than the tray around it does (`shares`: see rim_shares); else unsure."""
+        chances = {name: p for name, p in zip(IDENTITIES, die.identities) if name in DIE_FACES}
+        guess = max(chances, key=chances.__getitem__, default=UNSURE)
+        if guess == UNSURE or guess in held or guess not in shares or chances[guess] < self.finder_rules.min_identity:
+            return UNSURE, 0.0
+        edge, tray = shares[guess]
+        if edge < self.params.rim_share + self.params.rim_over_tray * tray:
+            return UNSURE, 0.0
+        return guess, self.params.rim_identity_confidence
+
+
+#: Side of the patch a die's edge is measured on (see rim_shares).
+RIM_PATCH = 48
+#: The patch holds the top face grown this much about its centre: its edge and the tray around.
+RIM_REACH = 1.6
+
+
+def _rim_rings() -> tuple[np.ndarray, np.ndarray]:
+    """(edge band, tray ring) of a RIM_PATCH square patch: square rings about its centre, at
+    0.8-1.1 and 1.3-1.55 of the top face's half side."""
+    grid = ((np.arange(RIM_PATCH, dtype=np.float32) + 0.5) / RIM_PATCH * 2 - 1) * RIM_REACH
+    reach = np.maximum(np.abs(grid[:, None]), np.abs(grid[None, :]))
+    edge, tray = (reach >= 0.8) & (reach <= 1.1), (reach >= 1.3) & (reach <= 1.55)
+    edge.setflags(write=False)
+    tray.setflags(write=False)
+    return edge, tray
+
+
+_RIM_EDGE, _RIM_TRAY = _rim_rings()
+
+
+def rim_shares(image: np.ndarray, gains: np.ndarray, quad: np.ndarray, compiled: _Compiled) -> dict[str, tuple[float, float]]:
+    """Per die, the shares of pixels of its body colour on the die's edge (its rounded rim
+    and what shows of its sides, around the top face `quad`) and on the tray just around it.
+
+    Glare turns a die's top face white; its rim and sides, turned away from the lamp, keep the
+    body's colour.
+    """
+    quad = np.float32(quad)
+    centre = quad.mean(axis=0)
+    grown = (quad - centre) * RIM_REACH + centre
+    square = np.float32([(0, 0), (RIM_PATCH, 0), (RIM_PATCH, RIM_PATCH), (0, RIM_PATCH)])
+    patch = cv2.warpPerspective(image, cv2.getPerspectiveTransform(grown, square), (RIM_PATCH, RIM_PATCH),
+                                flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    labels = label_pixels(cv2.cvtColor(balanced(patch, gains), cv2.COLOR_BGR2LAB), compiled)
+    edge, tray = labels[_RIM_EDGE], labels[_RIM_TRAY]
+    return {die: (float(np.count_nonzero(edge == index + 1)) / edge.size, float(np.count_nonzero(tray == index + 1)) / tray.size)
+            for index, die in enumerate(compiled.dice)}
 
 
 def read_tally(image: np.ndarray, model: TallyModel | None = None, params: TallyParams | None = None,

@@ -660,6 +660,47 @@ def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_p
     assert dice[0].confidence > 0.5 and 0.0 < dice[1].confidence <= TallyParams().colour_print_identity_confidence
 
 
+def _blown_top(image: np.ndarray, cx: float, cy: float, side: float, angle: float) -> np.ndarray:
+    """The photo with the lamp's mirror image over a die's top face: all of it white but its
+    rounded rim."""
+    out = image.copy()
+    cv2.fillConvexPoly(out, np.int32(np.round(square(cx, cy, side * 0.86, angle))), (255, 255, 255), cv2.LINE_AA)
+    return out
+
+
+@pytest.mark.parametrize("tray, held, named", [
+    ("dark_felt", False, True),
+    ("green_felt", False, True),  # purple rim, green tray: still purple
+    ("dark_felt", True, False),  # another die of the frame is purple
+])
+def test_a_blown_out_die_only_the_finder_found_is_named_by_the_colour_of_its_rim(tray, held, named, model_a):
+    from scanner.tally import TallyParams, TallyReader
+
+    layout = [("purple", "star", 400.0, 300.0, 52.0, 0.3)] + ([("purple", "20", 900.0, 300.0, 52.0, 0.2)] if held else [])
+    image, _ = draw_scene(layout, background=BACKGROUNDS[tray], seed=5)
+    image = _blown_top(image, 400.0, 300.0, 52.0, 0.3)
+    finder = StubFinder([_found("purple", 400.0, 300.0, 52.0, 0.3)])
+    at = [d for d in TallyReader(model_a, finder=finder).read(image) if math.dist(d.center, (400.0, 300.0)) < 10]
+    assert len(at) == 1
+    assert at[0].die == ("purple" if named else UNSURE) and at[0].face == UNSURE
+    if named:
+        assert at[0].confidence == 0.0  # its face unread: nothing to score yet
+    # Without the rim's colour: off.
+    plain = replace(TallyParams(), rim_share=2.0)
+    (alone,) = [d for d in TallyReader(model_a, plain, finder=finder).read(image) if math.dist(d.center, (400.0, 300.0)) < 10]
+    assert alone.die == UNSURE
+
+
+def test_a_blown_out_die_on_a_tray_of_its_own_colour_is_not_named_by_its_rim(model_a):
+    from scanner.tally import TallyReader
+
+    image, _ = draw_scene([("green", "star", 400.0, 300.0, 52.0, 0.3)], background=BACKGROUNDS["green_felt"], seed=5)
+    image = _blown_top(image, 400.0, 300.0, 52.0, 0.3)
+    finder = StubFinder([_found("green", 400.0, 300.0, 52.0, 0.3)])
+    at = [d for d in TallyReader(model_a, finder=finder).read(image) if math.dist(d.center, (400.0, 300.0)) < 10]
+    assert [d.die for d in at] in ([], [UNSURE])
+
+
 def test_the_finder_adds_nothing_where_the_blobs_found_a_die(model_a):
     from scanner.tally import TallyReader
 
