@@ -1880,7 +1880,6 @@ class TallyReader:
                 return guess, 0.5  # the net breaks the colour's tie
         return UNSURE, 0.0
 
-
     def _named_by_rim(self, die: FoundDie, shares: Mapping[str, tuple[float, float]],
                       held: Collection[str]) -> tuple[str, float]:
         """(die, confidence) of a die the finder found whose top face the camera blew out
