@@ -1233,6 +1233,12 @@ def print_scores(inks: Sequence[np.ndarray], die: str, compiled: _Compiled, shif
     return [max(score, -1.0) for score in best.tolist()]  # -1: face_scores' floor
 
 
+def distance_ratio(best: float, other: float) -> float:
+    """How much closer a print lies to its best face than to another (correlations or
+    cosines): the ratio of their distances, 1 - similarity; lower is a clearer win."""
+    return (1.0 - best) / max(1.0 - other, 1e-6)
+
+
 def decide_face(scores: Mapping[str, float], params: TallyParams,
                 close: Collection[frozenset[str]] = frozenset()) -> tuple[str, float, float]:
     """(face, confidence, best correlation) from per-face scores; "unsure" on a small margin.
@@ -1250,7 +1256,7 @@ def decide_face(scores: Mapping[str, float], params: TallyParams,
     # face, i.e. the ratio of their distances (1 - correlation), not the raw difference.
     worst = 0.0
     for other, other_score in ranked[1:]:
-        ratio = (1.0 - score) / max(1.0 - other_score, 1e-6)
+        ratio = distance_ratio(score, other_score)
         limit = params.close_ratio if frozenset((face, other)) in close else params.max_ratio
         if ratio > limit:
             return UNSURE, 0.0, score
@@ -1544,7 +1550,7 @@ class TallyReader:
         others = [other for other in candidates if other != die]
         rival = max(max(reads[other][2].values(), default=-1.0) for other in others)
         if (face != UNSURE and not any(face in DIE_FACES[other] for other in others)
-                and (1.0 - scores[face]) / max(1.0 - rival, 1e-6) <= self.params.max_ratio):
+                and distance_ratio(scores[face], rival) <= self.params.max_ratio):
             return die, self.params.print_identity_confidence, face, face_confidence, scores
         return UNSURE, 0.0, UNSURE, 0.0, {}
 
@@ -1556,7 +1562,7 @@ class TallyReader:
         if len(ranked) < 2 or ranked[0][1] < params.min_score:
             return UNSURE, 0.0
         (face, score), (other, _) = ranked[:2]
-        if len(ranked) > 2 and (1.0 - score) / max(1.0 - ranked[2][1], 1e-6) > params.max_ratio:
+        if len(ranked) > 2 and distance_ratio(score, ranked[2][1]) > params.max_ratio:
             return UNSURE, 0.0
         pair = self.compiled.pairs.get(die, {}).get((face, other))
         vote = None if pair is None else pair_vote(ink, *pair, params.pair_difference)
@@ -1594,12 +1600,12 @@ class TallyReader:
         # The first cut alone: most prints the templates leave unsure the net leaves unsure
         # too, at a sixth of the cost.
         (face, best), (_, second) = _two_nearest(faces, taught @ first[0])
-        if face == NO_FACE or (1.0 - best) / max(1.0 - second, 1e-6) > params.code_early:
+        if face == NO_FACE or distance_ratio(best, second) > params.code_early:
             return UNSURE, 0.0
         turned = [np.rot90(ink, k) for ink in inks for k in params.code_turns][1:]
         mean = unit_rows(np.concatenate([first, self.face_net.codes(turned)]).mean(axis=0, keepdims=True))[0]
         (face, best), (_, second) = _two_nearest(faces, taught @ mean)
-        ratio = (1.0 - best) / max(1.0 - second, 1e-6)
+        ratio = distance_ratio(best, second)
         if face == NO_FACE or best < params.min_code or ratio > params.code_ratio:
             return UNSURE, 0.0
         return face, round(0.5 + 0.5 * (1.0 - ratio / params.code_ratio), 4)
@@ -1646,7 +1652,7 @@ class TallyReader:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):
                 return UNSURE, 0.0, scores  # the print cannot tell which of them it is
             rival = max(max(face_scores(ink, other, self.compiled).values(), default=-1.0) for other in rivals)
-            if (1.0 - score) / max(1.0 - rival, 1e-6) > params.max_ratio:
+            if distance_ratio(score, rival) > params.max_ratio:
                 return UNSURE, 0.0, scores
         return face, confidence, scores
 
@@ -1813,7 +1819,8 @@ class TallyReader:
             quad = np.float32(die.corners())
             colours = self._body_distances(image, gains, quad)
             name, chance = self._found_identity(die, colours, held)
-            if name == UNSURE and _blown_share(image, quad) > self.params.max_clipped:
+            blown = _blown_share(image, quad) > self.params.max_clipped
+            if name == UNSURE and blown:
                 name, chance = self._named_by_rim(die, rim_shares(image, gains, quad, self.compiled), held)
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
@@ -1832,8 +1839,7 @@ class TallyReader:
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
             if name == UNSURE and not rules.unnamed_tally:
                 continue
-            if (face in (None, UNSURE) and die.score < rules.blown_score
-                    and _blown_share(image, quad) > self.params.max_clipped):
+            if face in (None, UNSURE) and die.score < rules.blown_score and blown:
                 # Mostly blown out, no print read and the net not sure of it: a lamp's mirror
                 # image on the tray (a white Up Die under the lamp's glare, the net is sure of).
                 continue
@@ -1866,19 +1872,27 @@ class TallyReader:
         may break a tie between two colours that lie as near, when it is sure), and no other
         die of the frame be it. The finder learned our renders' colours only; the body colours
         are the user's own."""
+        guess, chance = self._finder_guess(die, held)
+        if guess == UNSURE:
+            return UNSURE, 0.0
+        for distances in colours:
+            by_colour, colour_confidence = _nearest(distances, self.params)
+            if by_colour == guess and chance >= self.finder_rules.min_identity:
+                return guess, round(min(chance, colour_confidence), 4)
+            if _among_nearest(distances, guess, self.params) and chance >= self.finder_rules.sure_identity:
+                return guess, 0.5  # the net breaks the colour's tie
+        return UNSURE, 0.0
+
+    def _finder_guess(self, die: FoundDie, held: Collection[str]) -> tuple[str, float]:
+        """(the Tally die the finder thinks `die` likeliest is, its probability), or unsure
+        when that die is another one of the frame or one this look cannot read."""
         chances = {name: p for name, p in zip(IDENTITIES, die.identities) if name in DIE_FACES}
         if not chances:
             return UNSURE, 0.0
         guess = max(chances, key=chances.__getitem__)
         if guess in held or guess not in self.compiled.templates:
             return UNSURE, 0.0
-        for distances in colours:
-            by_colour, colour_confidence = _nearest(distances, self.params)
-            if by_colour == guess and chances[guess] >= self.finder_rules.min_identity:
-                return guess, round(min(chances[guess], colour_confidence), 4)
-            if _among_nearest(distances, guess, self.params) and chances[guess] >= self.finder_rules.sure_identity:
-                return guess, 0.5  # the net breaks the colour's tie
-        return UNSURE, 0.0
+        return guess, chances[guess]
 
     def _named_by_rim(self, die: FoundDie, shares: Mapping[str, tuple[float, float]],
                       held: Collection[str]) -> tuple[str, float]:
@@ -1886,9 +1900,8 @@ class TallyReader:
         (glare leaves it white, whatever its colour): the finder's likeliest identity, when
         no other die of the frame is it and the die's own edge shows that die's body colour,
         more than the tray around it does (`shares`: see rim_shares); else unsure."""
-        chances = {name: p for name, p in zip(IDENTITIES, die.identities) if name in DIE_FACES}
-        guess = max(chances, key=chances.__getitem__, default=UNSURE)
-        if guess == UNSURE or guess in held or guess not in shares or chances[guess] < self.finder_rules.min_identity:
+        guess, chance = self._finder_guess(die, held)
+        if guess == UNSURE or chance < self.finder_rules.min_identity:
             return UNSURE, 0.0
         edge, tray = shares[guess]
         if edge < self.params.rim_share + self.params.rim_over_tray * tray:
