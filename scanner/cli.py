@@ -136,6 +136,9 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
             print(f"  {'  on ' + name:22s} {surface_card.summary()['detection_recall'] * 100:8.3f} %"
                   f"  ({surface_card.labelled} dice)", file=out)
         print(f"  {'cocked_false_alarms':22s} {summary['cocked_false_alarms']:8d}", file=out)
+        print(f"  {'cocked read as flat':22s} {summary['cocked_scored']:8d}  (of {summary['cocked_labelled']} cocked dice:"
+              " scored, not sent back to be rolled again)", file=out)
+        print(f"  {'wrong, off top face':22s} {summary['wrong_off_top']:8d}  (in wrong_confident_rate)", file=out)
         print(f"  ms per frame           median {summary['ms_median']:.1f}  p95 {summary['ms_p95']:.1f}", file=out)
         print("  confusion (rows: truth, columns: read):", file=out)
         for line in card.confusion_table().splitlines():

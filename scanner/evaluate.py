@@ -50,8 +50,15 @@ class Scorecard:
     identity_right: int = 0
     unsure: int = 0
     wrong_confident: int = 0
+    #: Of wrong_confident: Tally dice read away from their top face (on a side face, a
+    #: neighbour's square) with a face not the one on top. Each Tally die is one of a kind, so
+    #: such a reading still scores that die for the player: a wrong score, not only a miss.
+    wrong_off_top: int = 0
     cocked_total: int = 0
     cocked_flagged: int = 0
+    #: Cocked dice read as lying flat, with a face: the player would be scored a die the
+    #: rules say to roll again (a Tally die read off its top face counts too).
+    cocked_scored: int = 0
     false_cocked: int = 0
     confusion: Counter = field(default_factory=Counter)  # (true face, read face) -> count
     failures: list[str] = field(default_factory=list)
@@ -71,6 +78,7 @@ class Scorecard:
             if label.cocked:
                 self.cocked_total += 1
                 self.cocked_flagged += reading.cocked
+                self._count_cocked_scored(name, label, reading)
                 continue
             self.false_cocked += reading.cocked
             if not read_faces:
@@ -88,6 +96,29 @@ class Scorecard:
             else:
                 self.wrong_confident += 1
                 self.failures.append(f"{name}: {label.die} {label.face} read as {reading.die} {reading.face} at {label.center}")
+        self._count_off_top(name, labels, readings, pairs)
+
+    def _count_off_top(self, name: str, labels: Sequence[LabelledDie], readings: Sequence[DieReading],
+                       pairs: Sequence[tuple[int, int]]) -> None:
+        matched_labels = {li for li, _ in pairs}
+        matched_readings = {ri for _, ri in pairs}
+        missed = {label.die: label for li, label in enumerate(labels) if li not in matched_labels and label.die != "tossup"}
+        for ri, reading in enumerate(readings):
+            if ri in matched_readings or reading.face in (None, UNSURE):
+                continue
+            label = missed.get(reading.die or "")
+            if label is not None and label.cocked:
+                self._count_cocked_scored(name, label, reading)
+            elif label is not None and reading.face != label.face:
+                self.wrong_confident += 1
+                self.wrong_off_top += 1
+                self.failures.append(f"{name}: {label.die} {label.face} read as {reading.die} {reading.face} "
+                                     f"at {reading.center}, off its top face at {label.center}")
+
+    def _count_cocked_scored(self, name: str, label: LabelledDie, reading: DieReading) -> None:
+        if not reading.cocked and reading.face not in (None, UNSURE):
+            self.cocked_scored += 1
+            self.failures.append(f"{name}: cocked {label.die} read as lying flat, {reading.face}, at {reading.center}")
 
     @staticmethod
     def _rate(part: int, whole: int) -> float:
@@ -103,10 +134,15 @@ class Scorecard:
             "read_right_of_all": self._rate(self.faces_right, self.flat_labelled) if self.faces_total else float("nan"),
             "identity_accuracy": self._rate(self.identity_right, self.identity_total),
             "unsure_rate": self._rate(self.unsure, self.faces_total),
+            # Counts the dice read off their top face too (wrong_off_top); the whole stays the
+            # dice found where they lie, so that figures of older runs compare.
             "wrong_confident_rate": self._rate(self.wrong_confident, self.faces_total),
+            "wrong_off_top": self.wrong_off_top,
             "cocked_recall": self._rate(self.cocked_flagged, self.cocked_total),
             "cocked_false_alarms": self.false_cocked,
             "cocked_dice": self.cocked_total,
+            "cocked_scored": self.cocked_scored,
+            "cocked_labelled": self.labelled - self.flat_labelled,
         }
 
     def confusion_table(self) -> str:

@@ -57,6 +57,38 @@ def test_identity_counts_for_tally_dice():
     assert card.summary()["face_accuracy"] == 0.0
 
 
+def test_a_tally_die_read_off_its_top_face_with_another_face_is_a_confident_mistake():
+    labels = [label(100, 100, "star", die="yellow", size=40), label(300, 100, "20", die="red", size=40),
+              label(500, 100, "x2", die="up", size=40)]
+    # Yellow read on its side face (30 px away, past the match radius): its reading still scores
+    # the yellow die; red read away from its top face with the right face; up read elsewhere, unsure.
+    readings = [reading(130, 100, "70", die="yellow"), reading(330, 100, "20", die="red"),
+                reading(530, 100, "unsure", die="up"), reading(900, 100, "40", die="green")]
+    card = Scorecard()
+    card.add("p", labels, readings)
+    s = card.summary()
+    assert s["detection_recall"] == 0.0 and s["detection_precision"] == 0.0
+    assert card.wrong_confident == 1 and s["wrong_off_top"] == 1
+    assert any("yellow star read as yellow 70" in f and "off its top face" in f for f in card.failures)
+    # Toss Up dice are alike: a reading away from any of them names none of them.
+    tossup = Scorecard()
+    tossup.add("p", [label(100, 100, "green")], [reading(130, 100, "red")])
+    assert tossup.wrong_confident == 0
+
+
+def test_cocked_dice_read_as_lying_flat_are_counted_as_scored():
+    labels = [label(100, 100, "red", cocked=True), label(200, 100, "green", cocked=True),
+              label(300, 100, "yellow", cocked=True), label(500, 100, "20", die="blue", cocked=True)]
+    readings = [reading(100, 100, "red"), reading(200, 100, "green", cocked=True), reading(300, 100, "unsure"),
+                reading(530, 100, "50", die="blue")]  # blue read on its side face, as if flat
+    card = Scorecard()
+    card.add("p", labels, readings)
+    s = card.summary()
+    assert s["cocked_scored"] == 2 and s["cocked_recall"] == 1 / 3 and s["cocked_labelled"] == 4
+    assert card.wrong_confident == 0 and s["wrong_off_top"] == 0  # a cocked die has no face to get wrong
+    assert sum("read as lying flat" in f for f in card.failures) == 2
+
+
 def test_rates_without_data_are_nan_and_percentiles():
     assert math.isnan(Scorecard().summary()["face_accuracy"])
     assert percentile([1, 2, 3, 4], 0.5) == 2.5
