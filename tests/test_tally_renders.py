@@ -48,8 +48,8 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     assert summary["detection_recall"] >= 0.94, card.failures
     assert summary["identity_accuracy"] >= 0.955, card.failures
     assert summary["wrong_confident_rate"] <= 0.005, card.failures
-    assert summary["face_accuracy"] >= 0.88, card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.84, card.confusion_table()
+    assert summary["face_accuracy"] >= 0.91, card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.87, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -85,7 +85,7 @@ def test_twenty_photos_teach_a_differently_looking_set():
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
     # Measured (18 photos, 93 dice), with the die finder and the face net: taught recall 96.8 %,
-    # precision 98.9 %, identity 94.3 %, faces 94.3 % of the dice found and 91.1 % of all flat
+    # precision 97.8 %, identity 94.3 %, faces 94.3 % of the dice found and 91.1 % of all flat
     # dice read right, no confident mistake (the built-in look: identity 83.0 %, 63.3 % of all
     # read right, one confident mistake). The finder finds the black Up Die against a black rim
     # or dark felt and the dice on the white board under a warm lamp, but their prints and
