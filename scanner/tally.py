@@ -1092,6 +1092,21 @@ def _middle(side: int) -> np.ndarray:
 _PATCH_MIDDLE = _middle(PATCH_SIDE)
 
 
+def _square_ring(side: int, inner: float, outer: float) -> np.ndarray:
+    """Boolean mask of a side x side patch: the square ring between `inner` and `outer` (half
+    widths, in patch sides) about its centre."""
+    grid = (np.arange(side, dtype=np.float32) + 0.5) / side - 0.5
+    reach = np.maximum(np.abs(grid[:, None]), np.abs(grid[None, :]))
+    mask = (reach >= inner) & (reach < outer)
+    mask.setflags(write=False)
+    return mask
+
+
+#: A canonical patch's ring from 0.71 to 0.9 of the face's half width: outside its print,
+#: inside the rounded edge's shade.
+_PATCH_RING = _square_ring(PATCH_SIDE, 0.36, 0.46)
+
+
 def _median(values: np.ndarray) -> np.ndarray:
     """np.median(values, axis=0) of a 1-D or 2-D array (no NaN), bit for bit, without its
     generic machinery (which costs more than the partition itself on a patch): the same
@@ -1872,9 +1887,17 @@ class TallyReader:
     def _body_distances(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray) -> tuple[dict[str, float], ...]:
         """The top face's body colour against every learned body: as lit, and lit as brightly
         as the dice were learned (a die the finder found where the blobs did not is often in
-        a wall's shadow; see relit_distances)."""
-        _, body, _ = ink_of(face_patch(image, quad, gains))
-        return colour_distances(lab_of(body), self.model, self.params), relit_distances(body, self.model, self.params)
+        a wall's shadow; see relit_distances); measured on a ring inside the face's edge,
+        then over the whole face."""
+        # A star or a "20" in white covers so much of a small face, glare more, that the whole
+        # face's median is the print's and a blue die passes for the white Up Die; the ring
+        # lies outside the print. A square the finder put a little off the face takes in tray
+        # on the ring, where the whole face's median still has the body.
+        patch = face_patch(image, quad, gains)
+        body = _median(patch[_PATCH_RING].reshape(-1, 3))
+        whole = ink_of(patch)[1]
+        return (colour_distances(lab_of(body), self.model, self.params), relit_distances(body, self.model, self.params),
+                colour_distances(lab_of(whole), self.model, self.params), relit_distances(whole, self.model, self.params))
 
     def _named_by_colour(self, colours: Sequence[Mapping[str, float]], held: Collection[str]) -> str:
         """The die whose learned body colour the top face clearly has (`colours`: see
