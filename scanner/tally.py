@@ -1763,6 +1763,12 @@ class TallyReader:
                 if face == UNSURE:
                     face, face_confidence, scores = self._read_where_found(
                         image, gains, blob, die, typical, rivals, found_by_net(), (face, face_confidence, scores))
+                if face == UNSURE and self._neutral(die):
+                    # A white blob may be a coloured die's white print and glare (a star
+                    # fills much of a face): its face's edge shows the die's own colour.
+                    renamed = self._renamed_by_ring(image, gains, blob, taken, typical)
+                    if renamed is not None:
+                        die, die_confidence, (face, face_confidence, scores) = renamed
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, on a white or black patch
                 # whose print looks like none of the Up Die's faces, or with hardly any print
@@ -1883,6 +1889,22 @@ class TallyReader:
             result.append(DieRead(blob, name if with_faces else None, chance, {}, face, confidence,
                                   scores, leaning=die.cocked >= rules.cocked))
         return result
+
+    def _renamed_by_ring(self, image: np.ndarray, gains: np.ndarray, blob: Blob, taken: Mapping[str, float],
+                         typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
+        """(die, confidence, (face, face confidence, scores)) of a blob taken for the white or
+        black Up Die whose face is not read: the coloured die that the ring inside its face's
+        edge has the colour of, when no other blob is that die and the print reads as one of
+        its faces; else None."""
+        ring = _median(face_patch(image, blob.quad, gains)[_PATCH_RING].reshape(-1, 3))
+        for distances in (colour_distances(lab_of(ring), self.model, self.params), relit_distances(ring, self.model, self.params)):
+            name, _ = _nearest(distances, self.params)
+            if name == UNSURE or self._neutral(name) or name not in self.compiled.templates or name in taken:
+                continue
+            read = self._read_or_place(image, gains, blob, name, typical)
+            if read[0] != UNSURE:
+                return name, self.params.colour_print_identity_confidence, read
+        return None
 
     def _body_distances(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray) -> tuple[dict[str, float], ...]:
         """The top face's body colour against every learned body: as lit, and lit as brightly

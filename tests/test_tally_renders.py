@@ -85,14 +85,14 @@ def test_twenty_photos_teach_a_differently_looking_set():
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
     # Measured (18 photos, 93 dice), with the die finder and the face net: taught recall 96.8 %,
-    # precision 97.8 %, identity 94.3 %, faces 94.3 % of the dice found and 91.1 % of all flat
-    # dice read right, no confident mistake (the built-in look: identity 83.0 %, 63.3 % of all
+    # precision 97.8 %, identity 96.6 %, faces 96.6 % of the dice found and 93.3 % of all flat
+    # dice read right, no confident mistake (the built-in look: identity 84.1 %, 64.4 % of all
     # read right, one confident mistake). The finder finds the black Up Die against a black rim
     # or dark felt and the dice on the white board under a warm lamp, but their prints and
     # colours are far darker and paler than any teaching table showed, so some stay unnamed or
     # unread. The targets (issue 5) are above these bars.
-    assert summary["identity_accuracy"] >= 0.93 and summary["identity_accuracy"] > before["identity_accuracy"]
+    assert summary["identity_accuracy"] >= 0.95 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.92, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.89 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["face_accuracy"] >= 0.95, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.92 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures

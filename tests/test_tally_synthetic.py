@@ -946,3 +946,63 @@ def test_a_face_half_in_a_shadow_is_read_with_the_shade_divided_out(model_a):
     (plain_right, plain_wrong), (flat_right, flat_wrong) = counts.values()
     assert flat_right >= 10 and flat_wrong == 0, counts
     assert plain_right <= 4 and plain_wrong == 0, counts
+
+
+def _whitened_middle(image: np.ndarray, cx: float, cy: float, radius: float) -> np.ndarray:
+    """The photo with a blown-out disc over a face's middle (glare over a white print)."""
+    out = image.copy()
+    cv2.circle(out, (int(cx), int(cy)), int(radius), (255, 255, 255), -1, cv2.LINE_AA)
+    return out
+
+
+def test_a_die_only_the_finder_found_is_named_from_its_face_s_edge_where_its_middle_is_white(model_a):
+    from scanner.tally import TallyParams, TallyReader, _nearest, balance_gains, colour_distances, face_patch, ink_of, lab_of
+
+    image, _ = draw_scene([("blue", "20", 600.0, 350.0, 52.0, 0.2)], seed=5)
+    image = _whitened_middle(image, 600.0, 350.0, 21.0)
+    quad, params = square(600.0, 350.0, 52.0, 0.2), TallyParams()
+    gains = balance_gains(image)
+    # Over the whole face the white is the median: the face looks like the white Up Die.
+    whole = ink_of(face_patch(image, quad, gains))[1]
+    assert _nearest(colour_distances(lab_of(whole), model_a, params), params)[0] == "up"
+    blind = replace(params, min_print_score=2.0)  # every die left to the finder
+    dice = TallyReader(model_a, blind, finder=StubFinder([_found("blue", 600.0, 350.0, 52.0, 0.2)])).read(image)
+    assert [d.die for d in dice] == ["blue"]
+
+
+def test_a_blob_taken_for_the_up_die_whose_face_s_edge_is_coloured_is_that_coloured_die(model_a):
+    from scanner.tally import Blob, TallyReader, balance_gains
+
+    image, _ = draw_scene([("blue", "20", 600.0, 350.0, 52.0, 0.2), ("up", "x2", 900.0, 350.0, 52.0, 0.4)], seed=5)
+    reader = TallyReader(model_a)
+    gains = balance_gains(image)
+
+    def as_up(cx: float, angle: float) -> Blob:
+        quad = square(cx, 350.0, 52.0, angle)
+        return Blob("up", quad, (cx, 350.0), 52.0, 0.95, 0.95, np.zeros(3, np.float32))
+
+    renamed = reader._renamed_by_ring(image, gains, as_up(600.0, 0.2), {}, None)
+    assert renamed is not None and renamed[0] == "blue" and renamed[2][0] == "20"
+    # Not when another blob is the blue die, nor for the white Up Die itself.
+    assert reader._renamed_by_ring(image, gains, as_up(600.0, 0.2), {"blue": 0.5}, None) is None
+    assert reader._renamed_by_ring(image, gains, as_up(900.0, 0.4), {}, None) is None
+
+
+def test_a_half_shaded_die_found_as_its_lit_part_is_placed_on_its_print_with_the_shade_divided_out(model_a):
+    from scanner.tally import Blob, TallyReader, balance_gains
+
+    image, _ = draw_scene([("purple", "(20)", 500.0, 330.0, 52.0, 0.0)], seed=3)
+    image = _shadow_left_of(image, 510.0, 0.6)
+    gains = balance_gains(image)
+    # The colour blob of the die is its lit part: a square shifted right, off the print.
+    lit = square(508.0, 330.0, 48.0, 0.0)
+    reader = TallyReader(model_a)
+    params = reader.params
+    # Neither the shade divided out on that square nor a square placed on the print as seen reads it...
+    assert reader._read_face(image, gains, lit, "purple", 0.0, params.flatten_strictness, flatten=True)[0] == UNSURE
+    placed = reader._placed(image, gains, lit, "purple", 52.0)
+    assert reader._read_face(image, gains, placed, "purple", 0.0, params.placed_ratio)[0] == UNSURE
+    # ...a square placed with the shade divided out does, and the die moves there.
+    blob = Blob("purple", lit.copy(), (508.0, 330.0), 48.0, 0.95, 0.95, np.zeros(3, np.float32))
+    assert reader._read_or_place(image, gains, blob, "purple", 52.0)[0] == "(20)"
+    assert math.dist(blob.center, (500.0, 330.0)) < math.dist((508.0, 330.0), (500.0, 330.0))
