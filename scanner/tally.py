@@ -1102,6 +1102,9 @@ def _square_ring(side: int, inner: float, outer: float) -> np.ndarray:
     return mask
 
 
+#: How far around a found square, in its sides, the squares placed on its print may reach.
+REGION_REACH = 3.6
+
 #: A canonical patch's ring from 0.71 to 0.9 of the face's half width: outside its print,
 #: inside the rounded edge's shade.
 _PATCH_RING = _square_ring(PATCH_SIDE, 0.36, 0.46)
@@ -1490,11 +1493,23 @@ class TallyReader:
             grows += [typical / found_side * f for f in self.params.place_shrink]
             smallest = typical * min(self.params.place_shrink)
         tries = [found] + [(found - anchor) * grow + anchor for grow in grows for anchor in anchors]
-        sign = _ink_sign(self.model, die)
+        source, source_gains, to_source = image, gains, None
+        if flatten:
+            # The shade is divided out once, of a patch around every square tried, which are
+            # then cut from it (at the canonical grid's density: the same kernel fits).
+            region = ((found - found.mean(axis=0)) * REGION_REACH + found.mean(axis=0)).astype(np.float32)
+            side = int(round(PATCH_SIDE * REGION_REACH))
+            frame = np.float32([(0, 0), (side, 0), (side, side), (0, side)])
+            to_source = cv2.getPerspectiveTransform(region, frame)
+            warped = cv2.warpPerspective(image, to_source, (side, side), flags=cv2.INTER_LINEAR,
+                                         borderMode=cv2.BORDER_REPLICATE).astype(np.float32) * gains
+            source, source_gains = shadow_flattened(warped, _ink_sign(self.model, die), self.params), np.ones(3, np.float32)
 
         def patch_at(q: np.ndarray) -> np.ndarray:
-            patch = face_patch(image, q, gains)
-            return shadow_flattened(patch, sign, self.params) if flatten else patch
+            if to_source is None:
+                return face_patch(image, q, gains)
+            moved = cv2.perspectiveTransform(np.float32(q).reshape(-1, 1, 2), to_source).reshape(-1, 2)
+            return face_patch(source, moved, source_gains)
 
         _, body, ink = ink_of(patch_at(found))
         inks = [ink_as(patch_at(q), body, ink) for q in tries]
