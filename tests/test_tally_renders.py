@@ -85,7 +85,7 @@ def test_twenty_photos_teach_a_differently_looking_set():
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
     # Measured (18 photos, 93 dice), with the die finder and the face net: taught recall 96.8 %,
-    # precision 97.8 %, identity 96.6 %, faces 96.6 % of the dice found and 93.3 % of all flat
+    # precision 98.9 %, identity 96.6 %, faces 95.4 % of the dice found and 92.2 % of all flat
     # dice read right, no confident mistake (the built-in look: identity 84.1 %, 64.4 % of all
     # read right, one confident mistake). The finder finds the black Up Die against a black rim
     # or dark felt and the dice on the white board under a warm lamp, but their prints and
