@@ -1006,3 +1006,26 @@ def test_a_half_shaded_die_found_as_its_lit_part_is_placed_on_its_print_with_the
     blob = Blob("purple", lit.copy(), (508.0, 330.0), 48.0, 0.95, 0.95, np.zeros(3, np.float32))
     assert reader._read_or_place(image, gains, blob, "purple", 52.0)[0] == "(20)"
     assert math.dist(blob.center, (500.0, 330.0)) < math.dist((508.0, 330.0), (500.0, 330.0))
+
+
+def test_a_weak_read_on_a_square_far_smaller_than_the_finder_s_dice_is_read_again_at_their_size(model_a):
+    from scanner.tally import Blob, TallyReader, balance_gains
+
+    layout = [("purple", "20", 400.0, 330.0, 52.0, 0.1), ("red", "star", 600.0, 330.0, 52.0, 0.0),
+              ("blue", "(10)", 800.0, 330.0, 52.0, 0.3)]
+    image, _ = draw_scene(layout, seed=4)
+    gains = balance_gains(image)
+    reader = TallyReader(model_a)
+    found = [_found(die, cx, cy, side, angle) for die, _, cx, cy, side, angle in layout]
+    weak = ("star", 0.55, {})
+
+    def small(side: float) -> Blob:  # a part of the purple die's face, off its centre
+        quad = square(408.0, 324.0, side, 0.1)
+        return Blob("purple", quad, (408.0, 324.0), side, 0.95, 0.95, np.zeros(3, np.float32))
+
+    blob = small(34.0)
+    assert reader._read_at_finder_size(image, gains, blob, "purple", (), found, weak)[0] == "20"
+    assert blob.side == pytest.approx(52.0, abs=3.0)
+    # A square about the dice's size, or a finder sure of one die only: the read stands.
+    assert reader._read_at_finder_size(image, gains, small(46.0), "purple", (), found, weak) == weak
+    assert reader._read_at_finder_size(image, gains, small(34.0), "purple", (), found[:1], weak) == weak
