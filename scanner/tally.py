@@ -1692,10 +1692,15 @@ class TallyReader:
             params = _narrowed(self.params, strictness * self.params.clipped_ratio)
             close = self.compiled.faint
         face, confidence, score = decide_face(scores, params, close.get(die, frozenset()))
-        # A clipped white body is glare over the print itself; a coloured body clips its
-        # brightest channels long before its print fades.
-        if face == UNSURE and not (clipped > params.max_clipped and self._neutral(die)):
-            face, confidence = self._pair_decision(ink, die, scores, params)
+        bright_white = clipped > params.max_clipped and self._neutral(die)
+        if face == UNSURE:
+            # The vote weighs a few thin strokes (the upright of +100's plus). A white Up Die
+            # the camera clipped keeps its black print sharp, but the body's glow thins the
+            # strokes, and a cut larger than the found square fits the print best: the vote
+            # is taken on the middle cut, nearest the found square's size. (Glare over the
+            # print itself leaves no face matching well, which the vote needs.)
+            face, confidence = self._pair_decision(inks[len(inks) // 2] if bright_white else ink, die, scores, params)
+        # A coloured body clips its brightest channels long before its print fades.
         if face == UNSURE and clipped > params.max_clipped and not self._neutral(die):
             # Two weaker signs that agree: the margin that would do on an unclipped die, and
             # the strokes that tell the two best faces apart.

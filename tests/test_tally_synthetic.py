@@ -1029,3 +1029,27 @@ def test_a_weak_read_on_a_square_far_smaller_than_the_finder_s_dice_is_read_agai
     # A square about the dice's size, or a finder sure of one die only: the read stands.
     assert reader._read_at_finder_size(image, gains, small(46.0), "purple", (), found, weak) == weak
     assert reader._read_at_finder_size(image, gains, small(34.0), "purple", (), found[:1], weak) == weak
+
+
+def test_the_pair_vote_on_a_white_up_die_the_camera_clipped_is_taken_on_the_middle_cut(model_a):
+    from scanner.tally import TallyReader, balance_gains, face_patch, ink_of
+
+    image, _ = draw_scene([("up", "+100", 500.0, 330.0, 52.0, 0.3)], seed=2)
+    gains, quad = balance_gains(image), square(500.0, 330.0, 52.0, 0.3)
+    votes = []
+
+    class Spy(TallyReader):
+        def _pair_decision(self, ink, die, scores, params):
+            votes.append(ink)
+            return super()._pair_decision(ink, die, scores, params)
+
+    reader = Spy(model_a)
+    # Scores as close as +100's and -100's get, so that the templates leave the pair to the vote.
+    reader.params = replace(reader.params, max_ratio=0.01, close_ratio=0.01)
+    middle = ink_of(face_patch(image, quad, gains, reader.params.scales[len(reader.params.scales) // 2]))[0]
+    reader._read_face(image, gains, quad, "up", clipped=0.9)
+    assert len(votes) == 1 and np.array_equal(votes[0], middle)
+    # Unclipped, it votes too (on the cut the templates chose).
+    votes.clear()
+    reader._read_face(image, gains, quad, "up", clipped=0.0)
+    assert len(votes) == 1
