@@ -1110,12 +1110,13 @@ def _square_ring(side: int, inner: float, outer: float) -> np.ndarray:
     return mask
 
 
-#: How far around a found square, in its sides, the squares placed on its print may reach.
-REGION_REACH = 3.6
-
 #: A canonical patch's ring from 0.71 to 0.9 of the face's half width: outside its print,
 #: inside the rounded edge's shade.
 _PATCH_RING = _square_ring(PATCH_SIDE, 0.36, 0.46)
+
+#: How far around a found square, in its sides, the squares placed on its print reach (grown
+#: 1.6 times about a corner, turned and stepped: 3.1 at most).
+REGION_REACH = 3.6
 
 
 def _median(values: np.ndarray) -> np.ndarray:
@@ -1511,7 +1512,8 @@ class TallyReader:
             to_source = cv2.getPerspectiveTransform(region, frame)
             warped = cv2.warpPerspective(image, to_source, (side, side), flags=cv2.INTER_LINEAR,
                                          borderMode=cv2.BORDER_REPLICATE).astype(np.float32) * gains
-            source, source_gains = shadow_flattened(warped, _ink_sign(self.model, die), self.params), np.ones(3, np.float32)
+            source = shadow_flattened(warped, _ink_sign(self.model, die), self.params)
+            source_gains = np.ones(3, np.float32)
 
         def patch_at(q: np.ndarray) -> np.ndarray:
             if to_source is None:
@@ -1575,8 +1577,6 @@ class TallyReader:
         placed = self._placed(image, gains, blob.quad, die, typical)
         # The square was placed to look like some face: that one must win by more.
         again = self._read_face(image, gains, placed, die, blob.clipped, self.params.placed_ratio, rivals)
-        # Only a face read for sure moves the die: an unsure one keeps what the tray checks
-        # judge (a patch of tray would look more printed).
         if again[0] == UNSURE and self.params.flatten_strictness > 0:
             # Half in shade, the die's colour blob is its lit part: the square placed on the
             # print as seen runs along the shadow's edge. With the shade divided out the whole
@@ -1584,6 +1584,8 @@ class TallyReader:
             placed = self._placed(image, gains, blob.quad, die, typical, flatten=True)
             again = self._read_face(image, gains, placed, die, blob.clipped,
                                     self.params.placed_ratio * self.params.flatten_strictness, rivals, flatten=True)
+        # Only a face read for sure moves the die: an unsure one keeps what the tray checks
+        # judge (a patch of tray would look more printed).
         if again[0] == UNSURE:
             return read
         blob.place(placed, mean_side(placed))
@@ -1943,7 +1945,7 @@ class TallyReader:
         edge has the colour of, when no other blob is that die and the print reads as one of
         its faces; else None."""
         ring = _median(face_patch(image, blob.quad, gains)[_PATCH_RING].reshape(-1, 3))
-        for distances in (colour_distances(lab_of(ring), self.model, self.params), relit_distances(ring, self.model, self.params)):
+        for distances in self._lit_and_relit(ring):
             name, _ = _nearest(distances, self.params)
             if name == UNSURE or self._neutral(name) or name not in self.compiled.templates or name in taken:
                 continue
@@ -1962,10 +1964,11 @@ class TallyReader:
         # lies outside the print. A square the finder put a little off the face takes in tray
         # on the ring, where the whole face's median still has the body.
         patch = face_patch(image, quad, gains)
-        body = _median(patch[_PATCH_RING].reshape(-1, 3))
-        whole = ink_of(patch)[1]
-        return (colour_distances(lab_of(body), self.model, self.params), relit_distances(body, self.model, self.params),
-                colour_distances(lab_of(whole), self.model, self.params), relit_distances(whole, self.model, self.params))
+        return self._lit_and_relit(_median(patch[_PATCH_RING].reshape(-1, 3))) + self._lit_and_relit(ink_of(patch)[1])
+
+    def _lit_and_relit(self, body: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
+        """A balanced BGR body colour's distances to every learned body, as lit and relit."""
+        return colour_distances(lab_of(body), self.model, self.params), relit_distances(body, self.model, self.params)
 
     def _named_by_colour(self, colours: Sequence[Mapping[str, float]], held: Collection[str]) -> str:
         """The die whose learned body colour the top face clearly has (`colours`: see
