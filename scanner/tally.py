@@ -38,6 +38,11 @@ frame then is:
    (`shadow_flattened`), then on a square placed where its print looks most like a face,
    and last on a square placed so on the face with the shade divided out (the colour blob
    of a half-shaded die is its lit part only, so its square lies off the face).
+7. A white blob whose face stays unread is the coloured die whose colour the ring inside its
+   face's edge has (a white star and glare on a blue die), when the print agrees; a face read
+   weakly on a square far smaller than the dice the finder is sure of is read again at their
+   size. Where the blobs leave a die of the set unfound or unread, the finder's dice are
+   looked at (`_read_where_found`, `_with_found`).
 """
 
 from __future__ import annotations
