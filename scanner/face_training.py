@@ -34,7 +34,7 @@ import cv2
 import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
-from scanner.labels import photo_labels
+from scanner.labels import mean_side, photo_labels
 from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ def jittered(rng: np.random.Generator, corners: np.ndarray, off: bool = False) -
     (what a misplaced square shows: no face at all)."""
     corners = np.float32(corners)
     centre = corners.mean(axis=0)
-    side = float(np.mean(np.linalg.norm(corners - np.roll(corners, 1, axis=0), axis=1)))
+    side = mean_side(corners)
     angle = math.radians(float(rng.uniform(-45.0, 45.0)))
     scale = float(rng.uniform(0.85, 1.45))
     c, s = math.cos(angle) * scale, math.sin(angle) * scale
@@ -144,7 +144,7 @@ def shadowed(rng: np.random.Generator, crop: np.ndarray, corners: np.ndarray) ->
     few pixels, as a lamp above the tray casts it."""
     corners = np.float32(corners)
     centre = corners.mean(axis=0)
-    side = float(np.mean(np.linalg.norm(corners - np.roll(corners, 1, axis=0), axis=1)))
+    side = mean_side(corners)
     heading = float(rng.uniform(0.0, 2 * math.pi))
     normal = np.float32([math.cos(heading), math.sin(heading)])
     through = centre + normal * float(rng.uniform(-0.35, 0.35)) * side

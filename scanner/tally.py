@@ -1105,11 +1105,17 @@ def _middle(side: int) -> np.ndarray:
 _PATCH_MIDDLE = _middle(PATCH_SIDE)
 
 
+def _square_reach(side: int, half_span: float) -> np.ndarray:
+    """Per pixel of a side x side patch whose half width is `half_span`, how far out its
+    centre lies along the farther axis: the square rings about the centre are its levels."""
+    grid = ((np.arange(side, dtype=np.float32) + 0.5) / side * 2 - 1) * half_span
+    return np.maximum(np.abs(grid[:, None]), np.abs(grid[None, :]))
+
+
 def _square_ring(side: int, inner: float, outer: float) -> np.ndarray:
     """Boolean mask of a side x side patch: the square ring between `inner` and `outer` (half
     widths, in patch sides) about its centre."""
-    grid = (np.arange(side, dtype=np.float32) + 0.5) / side - 0.5
-    reach = np.maximum(np.abs(grid[:, None]), np.abs(grid[None, :]))
+    reach = _square_reach(side, 0.5)
     mask = (reach >= inner) & (reach < outer)
     mask.setflags(write=False)
     return mask
@@ -1119,9 +1125,26 @@ def _square_ring(side: int, inner: float, outer: float) -> np.ndarray:
 #: inside the rounded edge's shade.
 _PATCH_RING = _square_ring(PATCH_SIDE, 0.36, 0.46)
 
+def _ring_body(patch: np.ndarray) -> np.ndarray:
+    """The body colour (BGR) of a canonical face patch measured on its ring, clear of the print."""
+    return _median(patch[_PATCH_RING].reshape(-1, 3))
+
+
 #: How far around a found square, in its sides, the squares placed on its print reach (grown
 #: 1.6 times about a corner, turned and stepped: 3.1 at most).
 REGION_REACH = 3.6
+
+
+def _warped_around(image: np.ndarray, quad: np.ndarray, reach: float, side: int) -> tuple[np.ndarray, np.ndarray]:
+    """(side x side patch of `image` holding `quad` grown `reach` times about its centre, the
+    perspective transform from image to patch); past the frame's edge its border repeats."""
+    quad = np.float32(quad)
+    centre = quad.mean(axis=0)
+    grown = ((quad - centre) * reach + centre).astype(np.float32)
+    square = np.float32([(0, 0), (side, 0), (side, side), (0, side)])
+    matrix = cv2.getPerspectiveTransform(grown, square)
+    patch = cv2.warpPerspective(image, matrix, (side, side), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return patch, matrix
 
 
 def _median(values: np.ndarray) -> np.ndarray:
@@ -1511,13 +1534,8 @@ class TallyReader:
         if flatten:
             # The shade is divided out once, of a patch around every square tried, which are
             # then cut from it (at the canonical grid's density: the same kernel fits).
-            region = ((found - found.mean(axis=0)) * REGION_REACH + found.mean(axis=0)).astype(np.float32)
-            side = int(round(PATCH_SIDE * REGION_REACH))
-            frame = np.float32([(0, 0), (side, 0), (side, side), (0, side)])
-            to_source = cv2.getPerspectiveTransform(region, frame)
-            warped = cv2.warpPerspective(image, to_source, (side, side), flags=cv2.INTER_LINEAR,
-                                         borderMode=cv2.BORDER_REPLICATE).astype(np.float32) * gains
-            source = shadow_flattened(warped, _ink_sign(self.model, die), self.params)
+            warped, to_source = _warped_around(image, found, REGION_REACH, int(round(PATCH_SIDE * REGION_REACH)))
+            source = shadow_flattened(warped.astype(np.float32) * gains, _ink_sign(self.model, die), self.params)
             source_gains = np.ones(3, np.float32)
 
         def patch_at(q: np.ndarray) -> np.ndarray:
@@ -1949,8 +1967,7 @@ class TallyReader:
         black Up Die whose face is not read: the coloured die that the ring inside its face's
         edge has the colour of, when no other blob is that die and the print reads as one of
         its faces; else None."""
-        ring = _median(face_patch(image, blob.quad, gains)[_PATCH_RING].reshape(-1, 3))
-        for distances in self._lit_and_relit(ring):
+        for distances in self._lit_and_relit(_ring_body(face_patch(image, blob.quad, gains))):
             name, _ = _nearest(distances, self.params)
             if name == UNSURE or self._neutral(name) or name not in self.compiled.templates or name in taken:
                 continue
@@ -1969,7 +1986,7 @@ class TallyReader:
         # lies outside the print. A square the finder put a little off the face takes in tray
         # on the ring, where the whole face's median still has the body.
         patch = face_patch(image, quad, gains)
-        return self._lit_and_relit(_median(patch[_PATCH_RING].reshape(-1, 3))) + self._lit_and_relit(ink_of(patch)[1])
+        return self._lit_and_relit(_ring_body(patch)) + self._lit_and_relit(ink_of(patch)[1])
 
     def _lit_and_relit(self, body: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
         """A balanced BGR body colour's distances to every learned body, as lit and relit."""
@@ -2037,8 +2054,7 @@ RIM_REACH = 1.6
 def _rim_rings() -> tuple[np.ndarray, np.ndarray]:
     """(edge band, tray ring) of a RIM_PATCH square patch: square rings about its centre, at
     0.8-1.1 and 1.3-1.55 of the top face's half side."""
-    grid = ((np.arange(RIM_PATCH, dtype=np.float32) + 0.5) / RIM_PATCH * 2 - 1) * RIM_REACH
-    reach = np.maximum(np.abs(grid[:, None]), np.abs(grid[None, :]))
+    reach = _square_reach(RIM_PATCH, RIM_REACH)
     edge, tray = (reach >= 0.8) & (reach <= 1.1), (reach >= 1.3) & (reach <= 1.55)
     edge.setflags(write=False)
     tray.setflags(write=False)
@@ -2055,12 +2071,7 @@ def rim_shares(image: np.ndarray, gains: np.ndarray, quad: np.ndarray, compiled:
     Glare turns a die's top face white; its rim and sides, turned away from the lamp, keep the
     body's colour.
     """
-    quad = np.float32(quad)
-    centre = quad.mean(axis=0)
-    grown = (quad - centre) * RIM_REACH + centre
-    square = np.float32([(0, 0), (RIM_PATCH, 0), (RIM_PATCH, RIM_PATCH), (0, RIM_PATCH)])
-    patch = cv2.warpPerspective(image, cv2.getPerspectiveTransform(grown, square), (RIM_PATCH, RIM_PATCH),
-                                flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    patch, _ = _warped_around(image, quad, RIM_REACH, RIM_PATCH)
     labels = label_pixels(cv2.cvtColor(balanced(patch, gains), cv2.COLOR_BGR2LAB), compiled)
     edge, tray = labels[_RIM_EDGE], labels[_RIM_TRAY]
     return {die: (float(np.count_nonzero(edge == index + 1)) / edge.size, float(np.count_nonzero(tray == index + 1)) / tray.size)
