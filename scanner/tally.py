@@ -28,7 +28,9 @@ frame then is:
    (in whichever direction: white or dark print); it is compared with that die's templates at
    all four right-angle turns, a few shifts and scales. The margin between the best face and
    the best *different* face gives the confidence; a small margin or a weak match gives
-   "unsure", never a confident guess.
+   "unsure", never a confident guess. Whoever reads a face, two checks can overrule it: a
+   star needs a concave outline (glare is a convex blob), and where the runner-up is a face
+   of nearly the same print (+100 and -100), the strokes they differ by must not show it.
 5. With a face net (scanner/face_net.py) and the codes teaching stored for each face, the net
    reads the ink where the templates are unsure: the mean of its codes for the print cut at
    every scale and turn must lie nearest one face, by a wide margin. (Asking it where the
@@ -42,7 +44,8 @@ frame then is:
    face's edge has (a white star and glare on a blue die), when the print agrees; a face read
    weakly on a square far smaller than the dice the finder is sure of is read again at their
    size. Where the blobs leave a die of the set unfound or unread, the finder's dice are
-   looked at (`_read_where_found`, `_with_found`).
+   looked at (`_read_where_found`, `_with_found`); one whose colour a clipped blob holds (an
+   orange die the lamp clipped to yellow) claims it back when the finder and its print agree.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
 from scanner.tossup import illuminant, order_clockwise
-from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES, is_circled
+from scorekeeper.rules.dice import STAR, TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
 log = logging.getLogger(__name__)
 
@@ -121,11 +124,22 @@ class TallyParams:
     pair_similarity: float = 0.7
     pair_difference: float = 0.35
     pair_vote: float = 0.7
+    #: Any face read against a runner-up of nearly the same print is unsure when that vote,
+    #: taken on the middle cut, is below pair_veto (0.5: no telling; lower: the strokes show
+    #: the runner-up).
+    pair_veto: float = 0.4
     #: On a clipped coloured die: the vote that, with an unclipped die's margin, reads a face.
     clipped_pair_vote: float = 0.6
     #: A circled face is read only when its ring shows at least this much ink in every
     #: eighth of it (see ring_seen): the circle triggers the Up Die.
     min_ring: float = 0.15
+    #: A star's points make its outline concave: a star is read only when its largest ink
+    #: shape fills at most this share of its convex hull (see ink_solidity). Stars measure
+    #: 0.5-0.8 on our look and the alt look; glare blown over a face, or the lit part of a
+    #: half-shaded one, is a convex blob, which the star's template matches better than any
+    #: number's. Dev split, lean and teach sets under resampling, JPEG, blur and brightening:
+    #: 7 of 35 confident star mistakes are this blob, as are 12 star reads right by luck.
+    max_star_solidity: float = 0.9
     #: A die named by its print, its colour between two dice's (see _identify_by_print).
     print_identity_confidence: float = 0.6
     #: A die only the finder found, named by its body colour and print alone (the finder's
@@ -576,6 +590,17 @@ def ring_seen(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> float:
     sector = np.minimum((angle * sectors).astype(int), sectors - 1)
     values = seen[ys[ring], xs[ring]]
     return min((float(values[sector == k].mean()) for k in range(sectors) if np.any(sector == k)), default=1.0)
+
+
+def ink_solidity(ink: np.ndarray) -> float:
+    """The largest shape of an ink mask (0-1, cut at 0.5): its area over its convex hull's
+    (1 for a convex blob; 0 without ink)."""
+    contours, _ = cv2.findContours(np.uint8(ink > 0.5), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    if not contours:
+        return 0.0
+    largest = max(contours, key=cv2.contourArea)
+    hull = cv2.contourArea(cv2.convexHull(largest))
+    return cv2.contourArea(largest) / hull if hull > 0 else 0.0
 
 
 def _normalised(ink: np.ndarray) -> np.ndarray:
@@ -1654,6 +1679,19 @@ class TallyReader:
         # As sure as the vote is clear, never more than a margin well won.
         return (face if vote >= params.pair_vote else other), round(0.5 + 0.4 * min(1.0, abs(vote - 0.5) * 2), 4)
 
+    def _vote_against(self, ink: np.ndarray, die: str, face: str, scores: Mapping[str, float],
+                      params: TallyParams) -> bool:
+        """Whether the strokes that tell `face` from the runner-up, a face of nearly the same
+        print (+100 and -100, 20 and 70), show the runner-up: a print cut a little too large or
+        small can fit the other face's templates better, while the strokes they differ by
+        stay where they are."""
+        other = max((f for f in scores if f != face), key=scores.__getitem__, default=None)
+        pair = self.compiled.pairs.get(die, {}).get((face, other)) if other else None
+        if pair is None:
+            return False
+        vote = pair_vote(ink, *pair, params.pair_difference)
+        return vote is not None and vote < params.pair_veto
+
     def _clipped_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
                           params: TallyParams) -> tuple[str, float]:
         """(face, confidence) of a clipped coloured die's print when its best face wins by the
@@ -1736,6 +1774,10 @@ class TallyReader:
         if face != UNSURE and face in self.compiled.circled.get(die, {}):
             if ring_seen(ink, self.compiled.circled[die][face]) < params.min_ring:
                 return UNSURE, 0.0, scores
+        if face == STAR and ink_solidity(ink) > params.max_star_solidity:
+            return UNSURE, 0.0, scores
+        if face != UNSURE and self._vote_against(inks[len(inks) // 2], die, face, scores, params):
+            return UNSURE, 0.0, scores
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):
                 return UNSURE, 0.0, scores  # the print cannot tell which of them it is
@@ -1934,6 +1976,10 @@ class TallyReader:
             if with_faces and name != UNSURE and face == UNSURE:
                 face, face_confidence, scores = self._read_or_place(image, gains, blob, name, typical)
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
+            if with_faces and name == UNSURE:
+                claimed = self._claimed_from_clipped(image, gains, die, blob, colours, result, held, found, typical)
+                if claimed is not None:
+                    name, chance, (face, confidence, scores) = claimed
             if name == UNSURE and not rules.unnamed_tally:
                 continue
             if face in (None, UNSURE) and die.score < rules.blown_score and blown:
@@ -1945,6 +1991,51 @@ class TallyReader:
             result.append(DieRead(blob, name if with_faces else None, chance, {}, face, confidence,
                                   scores, leaning=die.cocked >= rules.cocked))
         return result
+
+    def _claimed_from_clipped(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, blob: Blob,
+                              colours: Sequence[Mapping[str, float]], result: list[DieRead], held: set[str],
+                              found: Sequence[FoundDie], typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
+        """(die, confidence, (face, face confidence, scores)) of a die the finder found, left
+        unnamed because a clipped blob holds the die its colour is, when it is that die: the
+        clipped blob's hue is the shifted one (an orange die clipped under the lamp looks
+        yellow, and takes the yellow die's place), so it is read again as the die that
+        clipping turns into that colour, or left unsure. Else None; `result` and `held` change
+        only when the die is claimed.
+
+        The claim needs four signs that agree: the die's body colour, the finder's guess here
+        and not at the clipped blob, and a print that reads as a face of that die."""
+        claim = self._named_by_colour(colours, ())
+        if claim == UNSURE or claim not in held or self._neutral(claim):
+            return None
+        guess, chance = self._finder_guess(die, ())
+        if guess != claim or chance < self.finder_rules.min_identity:
+            return None
+        holder = next(index for index, d in enumerate(result) if d.die == claim)
+        clipped = result[holder]
+        if clipped.blob.clipped <= self.params.rival_clipped:
+            return None
+        there = [f for f in found if math.dist(f.center, clipped.blob.center) <= 0.5 * clipped.blob.side]
+        there_guess = self._finder_guess(min(there, key=lambda f: math.dist(f.center, clipped.blob.center)), ())[0] if there else UNSURE
+        if there_guess == claim:
+            return None
+        read = self._read_or_place(image, gains, blob, claim, typical)
+        if read[0] == UNSURE:
+            return None
+        brighter = clipped_distances(clipped.blob.lab, self.model, self.params)
+        free = [other for other in self.compiled.templates if other not in held and not self._neutral(other)
+                and brighter[other] <= brighter[claim] + self.params.rival_clip_margin]
+        renamed = (UNSURE, 0.0, (UNSURE, 0.0, {}))
+        if free:
+            other = there_guess if there_guess in free else min(free, key=brighter.__getitem__)
+            again = self._read_or_place(image, gains, clipped.blob, other, typical)
+            if again[0] != UNSURE:
+                renamed = (other, self.params.colour_print_identity_confidence, again)
+                held.add(other)
+        other, other_chance, (face, face_confidence, scores) = renamed
+        result[holder] = replace(clipped, die=other, die_confidence=other_chance, face=face,
+                                 confidence=min(other_chance, face_confidence) if face != UNSURE else 0.0, scores=scores)
+        log.debug("%s die at %s claimed from the clipped blob at %s, now %s", claim, die.center, clipped.blob.center, other)
+        return claim, self.params.colour_print_identity_confidence, read
 
     def _read_at_finder_size(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Collection[str],
                              found: Sequence[FoundDie], read: tuple[str, float, dict[str, float]]

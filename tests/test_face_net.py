@@ -232,6 +232,7 @@ def test_the_net_decides_only_where_the_templates_are_unsure(model_a):
     (read,) = TallyReader(model_a, face_net=TurnedNet(model_a, "100")).read(image)
     assert read.face == "50"
     blind = replace(TallyParams(), min_score=2.0, pair_vote=2.0, clipped_pair_vote=2.0)
-    for face, expected in (("100", "100"), ("star", "star"), (NO_FACE, UNSURE)):
+    # A star is refused on this print, whoever reads it: its outline (the 0's) is convex.
+    for face, expected in (("100", "100"), ("star", UNSURE), (NO_FACE, UNSURE)):
         (die,) = TallyReader(model_a, blind, face_net=TurnedNet(model_a, face)).read(image)
         assert die.face == expected, face

@@ -3,7 +3,7 @@
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
 the built-in look, the die finder and the face net (70 photos, 308 dice: recall 94.5 %,
-precision 98.3 %, identity 96.1 %, faces 89.4 % of the dice found, 85.2 % of all flat dice read
+precision 98.3 %, identity 96.1 %, faces 92.2 % of the dice found, 87.9 % of all flat dice read
 right, wrong and confident 0.35 %: one die, an orange (70), half clipped and so yellowish, read
 as yellow (40)). The dice only the finder finds are mostly in deep shadow, white on white or
 blown out: often not named or not read, so they lower the shares of found dice while more dice
@@ -85,14 +85,16 @@ def test_twenty_photos_teach_a_differently_looking_set():
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
     # Measured (18 photos, 93 dice), with the die finder and the face net: taught recall 96.8 %,
-    # precision 98.9 %, identity 96.6 %, faces 95.4 % of the dice found and 92.2 % of all flat
+    # precision 98.9 %, identity 96.6 %, faces 94.3 % of the dice found and 91.1 % of all flat
     # dice read right, no confident mistake (the built-in look: identity 84.1 %, 64.4 % of all
-    # read right, one confident mistake). The finder finds the black Up Die against a black rim
+    # read right, one confident mistake). Faces were 95.4 % until a star read on a convex blob
+    # became unsure (TallyParams.max_star_solidity): one red die's face there is blown out by
+    # glare, and its "star" was the guess a blob gets, right by luck. The finder finds the black Up Die against a black rim
     # or dark felt and the dice on the white board under a warm lamp, but their prints and
     # colours are far darker and paler than any teaching table showed, so some stay unnamed or
     # unread. The targets (issue 5) are above these bars.
     assert summary["identity_accuracy"] >= 0.95 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.95, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.92 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["face_accuracy"] >= 0.94, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.91 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures

@@ -1053,3 +1053,112 @@ def test_the_pair_vote_on_a_white_up_die_the_camera_clipped_is_taken_on_the_midd
     votes.clear()
     reader._read_face(image, gains, quad, "up", clipped=0.0)
     assert len(votes) == 1
+
+
+def _glared(image: np.ndarray, cx: float, cy: float, side: float, angle: float) -> np.ndarray:
+    """The photo with the lamp's mirror image blown over the middle of a die's top face: a
+    soft-edged white square, convex like any glare patch."""
+    glare = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillConvexPoly(glare, np.int32(square(cx, cy, side * 0.6, angle)), 255)
+    glare = cv2.GaussianBlur(glare, (0, 0), 2)[..., None] / 255.0
+    return np.clip(image * (1 - glare) + 255 * glare, 0, 255).astype(np.uint8)
+
+
+def test_a_star_is_read_only_where_its_print_s_outline_is_concave(model_a, monkeypatch):
+    """Glare blown over a face is a convex blob, which a star's template matches better than
+    any number's: a star read there is unsure. A printed star's points make its outline
+    concave, whichever look."""
+    import scanner.tally as tally
+    from scanner.tally import STAR, TallyParams, TallyReader, balance_gains, ink_solidity
+
+    limit = TallyParams().max_star_solidity
+    for look in (LOOK_A, LOOK_B):
+        assert ink_solidity(face_art("star", look, 32)) < limit - 0.15
+    assert ink_solidity(np.pad(np.ones((16, 16), np.float32), 8)) > limit
+    assert ink_solidity(np.zeros((32, 32), np.float32)) == 0.0
+    # The templates made to say star, whatever they see: only the check tells the two apart.
+    monkeypatch.setattr(tally, "decide_face", lambda scores, params, close=frozenset(): (STAR, 0.8, 0.9))
+    reader = TallyReader(model_a)
+    quad = square(640.0, 360.0, 56.0, 0.3)
+    star, _ = draw_scene([("red", "star", 640.0, 360.0, 56.0, 0.3)], seed=3)
+    number, _ = draw_scene([("red", "100", 640.0, 360.0, 56.0, 0.3)], seed=3)
+    glared = _glared(number, 640.0, 360.0, 56.0, 0.3)
+    assert reader._read_face(star, balance_gains(star), quad, "red", clipped=0.0)[0] == STAR
+    assert reader._read_face(glared, balance_gains(glared), quad, "red", clipped=0.0)[0] == UNSURE
+
+
+@pytest.mark.parametrize("printed, against", [("+100", True), ("-100", False)])
+def test_the_strokes_a_face_differs_by_from_its_runner_up_can_overrule_it(printed, against, model_a):
+    """A cut a little too large can fit -100's templates better than a +100's own, while the
+    plus's upright stays where it is: a reading the vote on those strokes contradicts is
+    overruled. Faces whose runner-up prints nothing like them are not put to the vote."""
+    from scanner.tally import SHIFT, TEMPLATE_SIDE, TallyReader, _aligned
+
+    reader = TallyReader(model_a)
+    minus, plus = (face_art(label, LOOK_A, TEMPLATE_SIDE) for label in ("-100", "+100"))
+    reader.compiled.pairs["up"][("-100", "+100")] = (minus, _aligned(plus, minus))
+    ink = np.pad(face_art(printed, LOOK_A, TEMPLATE_SIDE), SHIFT)
+    params = reader.params
+    assert reader._vote_against(ink, "up", "-100", {"-100": 0.9, "+100": 0.8, "+2": 0.4}, params) is against
+    assert reader._vote_against(ink, "up", "-100", {"-100": 0.9, "x2": 0.8, "+100": 0.4}, params) is False
+
+
+def test_the_vote_against_a_reading_is_taken_on_the_middle_cut(model_a):
+    from scanner.tally import TallyReader, balance_gains, face_patch, ink_of
+
+    image, _ = draw_scene([("red", "100", 640.0, 360.0, 56.0, 0.3)], seed=3)
+    gains, quad = balance_gains(image), square(640.0, 360.0, 56.0, 0.3)
+    seen = []
+
+    class Overruled(TallyReader):
+        def _vote_against(self, ink, die, face, scores, params):
+            seen.append((ink, face))
+            return True
+
+    reader = Overruled(model_a)
+    middle = ink_of(face_patch(image, quad, gains, reader.params.scales[len(reader.params.scales) // 2]))[0]
+    assert TallyReader(model_a)._read_face(image, gains, quad, "red", clipped=0.0)[0] == "100"
+    assert reader._read_face(image, gains, quad, "red", clipped=0.0)[0] == UNSURE
+    assert len(seen) == 1 and seen[0][1] == "100" and np.array_equal(seen[0][0], middle)
+
+
+def _clipped_holder(model_a, clipped: float):
+    """A frame with an orange die (star) and the yellow die (20), where the blobs took the
+    orange die, clipped to yellow by the lamp, for the yellow die: (reader, image, the
+    reading of the orange die as yellow)."""
+    from scanner.tally import Blob, DieRead, TallyReader
+
+    image, _ = draw_scene([("orange", "star", 400.0, 300.0, 52.0, 0.3), ("yellow", "20", 800.0, 400.0, 52.0, 0.1)], seed=4)
+    yellow = np.float32(model_a.bodies["yellow"].lab)
+    blob = Blob("yellow", square(400.0, 300.0, 52.0, 0.3), (400.0, 300.0), 52.0, 1.0, 0.95, yellow, clipped)
+    return TallyReader(model_a), image, DieRead(blob, "yellow", 0.9, {}, "star", 0.85, {"star": 0.9})
+
+
+@pytest.mark.parametrize("clipped, finder_at_holder, claimed", [
+    (0.7, "orange", True),  # clipped, the finder sees an orange die there: claimed
+    (0.1, "orange", False),  # the holder is not clipped: its colour is the yellow die's own
+    (0.7, "yellow", False),  # the finder too takes the holder for the yellow die
+])
+def test_a_die_whose_colour_a_clipped_blob_took_claims_it_back(clipped, finder_at_holder, claimed, model_a):
+    """Clipping turns an orange die yellow, and it takes the yellow die's place; the yellow
+    die, found by the finder, is then left unnamed. Where its colour, the finder and its print
+    say yellow, it is the yellow die, and the clipped blob is read again as the die clipping
+    turns yellow: orange."""
+    from scanner.tally import balance_gains
+
+    reader, image, holder = _clipped_holder(model_a, clipped)
+    gains = balance_gains(image)
+    yellow_die = _found("yellow", 800.0, 400.0, 52.0, 0.1)
+    found = [yellow_die, _found(finder_at_holder, 400.0, 300.0, 52.0, 0.3)]
+    quad = np.float32(yellow_die.corners())
+    blob = type(holder.blob)("unsure", quad, yellow_die.center, yellow_die.side, 1.0, 1.0, np.zeros(3, np.float32))
+    result, held = [holder], {"yellow"}
+    got = reader._claimed_from_clipped(image, gains, yellow_die, blob, reader._body_distances(image, gains, quad),
+                                       result, held, found, None)
+    if not claimed:
+        assert got is None and result == [holder] and held == {"yellow"}
+        return
+    name, confidence, (face, face_confidence, _) = got
+    assert (name, face) == ("yellow", "20") and 0.0 < confidence <= reader.params.colour_print_identity_confidence
+    assert (result[0].die, result[0].face) == ("orange", "star") and held == {"yellow", "orange"}
+    assert 0.0 < result[0].confidence <= reader.params.colour_print_identity_confidence
