@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -11,9 +12,9 @@ from pathlib import Path
 import click
 import cv2
 
-from scanner.evaluate import Scorecard, percentile
+from scanner.evaluate import PERTURBATIONS, Scorecard, percentile
 from scanner.frames import Roll
-from scanner.labels import load_video_label, photo_labels
+from scanner.labels import LabelledPhoto, load_video_label, photo_labels
 from scanner.reader import DICE_SETS, Scanner, load_scanner
 from scanner.settle import SettleWatcher
 from scanner.sources import SourceFailed, SourceUnavailable, open_source
@@ -90,8 +91,10 @@ def _scanner(dice_set: str, profile: Path | None) -> Scanner:
         raise click.ClickException(str(error)) from error
 
 
-def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Path | None, out=sys.stdout) -> dict:
-    """Accuracy, settle latency and speed over the labelled fixtures; prints and returns the figures."""
+def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Path | None, out=sys.stdout,
+                  perturbed: bool = False) -> dict:
+    """Accuracy, settle latency and speed over the labelled fixtures; prints and returns the figures.
+    `perturbed`: also the accuracy on every photo as other cameras would take it (PERTURBATIONS)."""
     # The speed target is for one core (a Pi 5 core keeps up with 30 fps if this does).
     cv2.setNumThreads(1)
     results: dict = {}
@@ -145,8 +148,31 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
             print("    " + line, file=out)
         for failure in card.failures[:30]:
             print("  - " + failure, file=out)
+        if perturbed:
+            summary["perturbed"] = bench_perturbed(labels, scanner, f"[{dice_set}]", out)
         summary["videos"] = bench_videos(fixtures / "videos", dice_set, scanner, out)
         results[dice_set] = summary
+    return results
+
+
+def bench_perturbed(labels: list[LabelledPhoto], scanner: Scanner, name: str, out) -> dict[str, dict]:
+    """Accuracy on the photos changed as another camera would (see PERTURBATIONS), per change and
+    over all of them; printed as one line each."""
+    cards = {change: Scorecard() for change, _ in PERTURBATIONS}
+    for label in labels:
+        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+        if image is None:
+            continue  # reported by the plain pass
+        for change, perturb in PERTURBATIONS:
+            cards[change].add(label.image.name, label.dice, scanner.read(perturb(image)))
+    print(f"  {name} the same photos as other cameras would take them:", file=out)
+    results = {}
+    for change, card in [*cards.items(), ("all changes", Scorecard.merged(cards.values()))]:
+        s = results[change] = card.summary()
+        identity = "" if math.isnan(s["identity_accuracy"]) else f"  identity {s['identity_accuracy'] * 100:6.2f}"
+        print(f"    {change:12s} recall {s['detection_recall'] * 100:6.2f}  precision {s['detection_precision'] * 100:6.2f}"
+              f"{identity}  faces {s['face_accuracy'] * 100:6.2f}  unsure {s['unsure_rate'] * 100:5.2f} %"
+              f"  wrong {card.wrong_confident} ({s['wrong_confident_rate'] * 100:.2f} %)", file=out)
     return results
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable, Iterable, Sequence
 
 import cv2
@@ -120,6 +120,19 @@ class Scorecard:
             self.cocked_scored += 1
             self.failures.append(f"{name}: cocked {label.die} read as lying flat, {reading.face}, at {reading.center}")
 
+    @classmethod
+    def merged(cls, cards: Iterable[Scorecard]) -> Scorecard:
+        """One scorecard holding the counts of several."""
+        whole = cls()
+        for card in cards:
+            for item in fields(cls):
+                value = getattr(card, item.name)
+                if isinstance(value, int):
+                    setattr(whole, item.name, getattr(whole, item.name) + value)
+            whole.confusion.update(card.confusion)
+            whole.failures.extend(card.failures)
+        return whole
+
     @staticmethod
     def _rate(part: int, whole: int) -> float:
         return part / whole if whole else float("nan")
@@ -167,6 +180,46 @@ def score_photos(read: Callable[[np.ndarray], Sequence[DieReading]], photos: Ite
             raise ValueError(f"cannot read {photo.image}")
         card.add(photo.image.name, photo.dice, read(image))
     return card
+
+
+def _through_width(width: int) -> Callable[[np.ndarray], np.ndarray]:
+    def resample(image: np.ndarray) -> np.ndarray:
+        height = round(image.shape[0] * width / image.shape[1])
+        down = cv2.INTER_AREA if width < image.shape[1] else cv2.INTER_CUBIC
+        through = cv2.resize(image, (width, height), interpolation=down)
+        up = cv2.INTER_CUBIC if width < image.shape[1] else cv2.INTER_AREA
+        return cv2.resize(through, (image.shape[1], image.shape[0]), interpolation=up)
+    return resample
+
+
+def _jpeg(quality: int) -> Callable[[np.ndarray], np.ndarray]:
+    def compress(image: np.ndarray) -> np.ndarray:
+        ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
+        assert ok, "OpenCV cannot encode JPEG"
+        return cv2.imdecode(data, cv2.IMREAD_COLOR)
+    return compress
+
+
+def _gamma(gamma: float) -> Callable[[np.ndarray], np.ndarray]:
+    table = np.clip(((np.arange(256) / 255.0) ** gamma) * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    return lambda image: cv2.LUT(image, table)
+
+
+def _blur(sigma: float) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda image: cv2.GaussianBlur(image, (0, 0), sigma)
+
+
+#: The same photos as other cameras would take them, at the same frame size (so the labels
+#: still hold): another sensor's resolution scaled to ours, a stronger JPEG, a brighter tone
+#: curve, a softer lens. The fixtures' exact pixels are what the readers were tuned on; a
+#: reading that changes under such small differences would change on a real camera too.
+PERTURBATIONS: tuple[tuple[str, Callable[[np.ndarray], np.ndarray]], ...] = (
+    ("via 1920 px", _through_width(1920)),
+    ("via 640 px", _through_width(640)),
+    ("JPEG q60", _jpeg(60)),
+    ("gamma 0.8", _gamma(0.8)),
+    ("blur 0.7 px", _blur(0.7)),
+)
 
 
 def percentile(values: Iterable[float], q: float) -> float:

@@ -197,12 +197,15 @@ def bench_soak(minutes: float, clients: int, fps: float) -> None:
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fixture library (default: the repository's fixtures/).")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
-def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, profile: Path | None) -> None:
+@click.option("--perturbed", is_flag=True,
+              help="Also read every photo as other cameras would take it (resampled, JPEG, brighter, blurred).")
+def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, profile: Path | None,
+                          perturbed: bool) -> None:
     """Detection and face accuracy, settle latency and speed on the labelled fixtures."""
     from scanner.cli import FIXTURES, bench_scanner
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
-    bench_scanner(None if split == "all" else split, sets, fixtures or FIXTURES, profile)
+    bench_scanner(None if split == "all" else split, sets, fixtures or FIXTURES, profile, perturbed=perturbed)
 
 
 @bench.command("calibration")

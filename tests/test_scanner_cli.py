@@ -85,3 +85,24 @@ def test_bench_scores_each_tray_surface_on_its_own(tmp_path):
     assert sorted(summary["recall_by_surface"]) == ["dark_felt", "wood"]
     assert all(0.0 <= r <= 1.0 for r in summary["recall_by_surface"].values())
     assert "on dark_felt" in out.getvalue() and "on wood" in out.getvalue()
+
+
+def test_bench_reads_the_photos_as_other_cameras_would_take_them_when_asked(tmp_path):
+    from scanner.evaluate import PERTURBATIONS
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    (tmp_path / "tossup").mkdir()
+    for suffix in (".jpg", ".json"):
+        shutil.copy(fixtures / "tossup" / ("tossup-s00-r00" + suffix), tmp_path / "tossup")
+    out = io.StringIO()
+    plain = bench_scanner(None, ["tossup"], tmp_path, None, out)["tossup"]
+    assert "perturbed" not in plain and "other cameras" not in out.getvalue()
+    out = io.StringIO()
+    summary = bench_scanner(None, ["tossup"], tmp_path, None, out, perturbed=True)["tossup"]
+    changes = [name for name, _ in PERTURBATIONS]
+    assert list(summary["perturbed"]) == [*changes, "all changes"]
+    whole = summary["perturbed"]["all changes"]
+    assert whole["labelled_dice"] == len(changes) * plain["labelled_dice"]
+    assert all(0.0 <= s["detection_recall"] <= 1.0 for s in summary["perturbed"].values())
+    for name in [*changes, "all changes"]:
+        assert f"    {name}" in out.getvalue()

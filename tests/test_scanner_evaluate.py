@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from scanner.evaluate import Scorecard, match, percentile, score_photos
+from scanner.evaluate import PERTURBATIONS, Scorecard, match, percentile, score_photos
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie, LabelledPhoto
 
@@ -104,3 +104,41 @@ def test_score_photos_reads_each_photo_and_names_one_it_cannot_read(tmp_path):
     assert seen == [(20, 30, 3)] and card.summary()["face_accuracy"] == 1.0
     with pytest.raises(ValueError, match="cannot read .*missing.png"):
         score_photos(lambda image: [], [LabelledPhoto(tmp_path / "missing.png", "tossup", (), {})])
+
+
+def test_merged_scorecards_hold_the_counts_of_all():
+    first, second, both = Scorecard(), Scorecard(), Scorecard()
+    photos = [
+        ([label(100, 100), label(300, 100, face="red")], [reading(101, 100), reading(300, 101, face="green")]),
+        ([label(100, 100, cocked=True), label(500, 500)], [reading(100, 100, face="unsure"), reading(50, 600)]),
+    ]
+    for card, (labels, readings) in zip((first, second), photos):
+        card.add("photo", labels, readings)
+        both.add("photo", labels, readings)
+    def figures(card):  # nan for "no such dice", which compares unequal to itself
+        return {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in card.summary().items()}
+
+    merged = Scorecard.merged([first, second])
+    assert figures(merged) == figures(both) and merged.labelled == 4
+    assert merged.confusion == both.confusion and merged.failures == both.failures
+    assert figures(Scorecard.merged([])) == figures(Scorecard())
+
+
+@pytest.mark.parametrize("name", [name for name, _ in PERTURBATIONS])
+def test_a_perturbed_photo_keeps_its_frame_size_and_changes_a_little(name):
+    """The labels still hold for a perturbed photo: same size, same place of everything."""
+    perturb = dict(PERTURBATIONS)[name]
+    rng = np.random.default_rng(3)
+    image = cv2.GaussianBlur(rng.integers(0, 256, (180, 320, 3), dtype=np.uint8), (0, 0), 1.5)
+    cv2.rectangle(image, (100, 60), (140, 100), (40, 200, 240), -1)
+    changed = perturb(image)
+    assert changed.shape == image.shape and changed.dtype == np.uint8
+    assert np.array_equal(perturb(image), changed)  # deterministic
+    difference = np.abs(changed.astype(np.int16) - image.astype(np.int16))
+    assert 0 < float(difference.mean()) < 25
+    # The square stays where it was, to within a pixel.
+    def centre(picture):
+        ys, xs = np.nonzero(np.abs(picture.astype(np.int16) - (40, 200, 240)).max(axis=2) < 45)
+        return xs.mean(), ys.mean()
+
+    assert math.dist(centre(changed), centre(image)) < 1.0
