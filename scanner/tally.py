@@ -1768,6 +1768,7 @@ class TallyReader:
             # Two weaker signs that agree: the margin that would do on an unclipped die, and
             # the strokes that tell the two best faces apart.
             face, confidence = self._clipped_decision(ink, die, scores, unclipped)
+        by_templates = face != UNSURE
         if face == UNSURE and die in self._codes:
             # The templates cannot tell: the net reads the print.
             face, confidence = self._code_decision([inks[chosen], *inks[:chosen], *inks[chosen + 1:]], die, params)
@@ -1776,7 +1777,8 @@ class TallyReader:
                 return UNSURE, 0.0, scores
         if face == STAR and ink_solidity(ink) > params.max_star_solidity:
             return UNSURE, 0.0, scores
-        if face != UNSURE and self._vote_against(inks[len(inks) // 2], die, face, scores, params):
+        # Only against the templates: where they could not tell, the net read the print as a whole.
+        if by_templates and self._vote_against(inks[len(inks) // 2], die, face, scores, params):
             return UNSURE, 0.0, scores
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):

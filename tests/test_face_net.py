@@ -236,3 +236,21 @@ def test_the_net_decides_only_where_the_templates_are_unsure(model_a):
     for face, expected in (("100", "100"), ("star", UNSURE), (NO_FACE, UNSURE)):
         (die,) = TallyReader(model_a, blind, face_net=TurnedNet(model_a, face)).read(image)
         assert die.face == expected, face
+
+
+def test_the_net_s_reading_is_not_put_to_the_templates_pair_vote(model_a):
+    """The net reads where the templates cannot tell; their runner-up, a face of nearly the
+    same print, is then no evidence against it (an Up Die's x2 read by the net, +2 next)."""
+    image, _ = draw_scene([("red", "50", 400.0, 300.0, 52.0, 0.2)], seed=2)
+    voted = []
+
+    class Overruling(TallyReader):
+        def _vote_against(self, ink, die, face, scores, params):
+            voted.append(face)
+            return True
+
+    blind = replace(TallyParams(), min_score=2.0, pair_vote=2.0, clipped_pair_vote=2.0)
+    (die,) = Overruling(model_a, blind, face_net=TurnedNet(model_a, "100")).read(image)
+    assert die.face == "100" and voted == []
+    Overruling(model_a).read(image)  # the templates read it: the vote is taken
+    assert voted and voted[0] == "50"
