@@ -128,6 +128,10 @@ class TallyParams:
     #: taken on the middle cut, is below pair_veto (0.5: no telling; lower: the strokes show
     #: the runner-up).
     pair_veto: float = 0.4
+    #: ...when the runner-up is a contest at all: its distance at most 1 / pair_veto_ratio
+    #: times the face's. (Every veto on five sets read as other cameras would came above 0.3;
+    #: half the votes below it.)
+    pair_veto_ratio: float = 0.3
     #: On a clipped coloured die: the vote that, with an unclipped die's margin, reads a face.
     clipped_pair_vote: float = 0.6
     #: A circled face is read only when its ring shows at least this much ink in every
@@ -1692,8 +1696,8 @@ class TallyReader:
         stay where they are."""
         other = max((f for f in scores if f != face), key=scores.__getitem__, default=None)
         pair = self.compiled.pairs.get(die, {}).get((face, other)) if other else None
-        if pair is None:
-            return False
+        if pair is None or distance_ratio(scores[face], scores[other]) <= params.pair_veto_ratio:
+            return False  # a runner-up that far behind is no contest
         vote = pair_vote(ink, *pair, params.pair_difference)
         return vote is not None and vote < params.pair_veto
 

@@ -1101,6 +1101,8 @@ def test_the_strokes_a_face_differs_by_from_its_runner_up_can_overrule_it(printe
     params = reader.params
     assert reader._vote_against(ink, "up", "-100", {"-100": 0.9, "+100": 0.8, "+2": 0.4}, params) is against
     assert reader._vote_against(ink, "up", "-100", {"-100": 0.9, "x2": 0.8, "+100": 0.4}, params) is False
+    # A runner-up far behind is no contest: not put to the vote.
+    assert reader._vote_against(ink, "up", "-100", {"-100": 0.95, "+100": 0.5, "+2": 0.4}, params) is False
 
 
 def test_the_vote_against_a_reading_is_taken_on_the_middle_cut(model_a):
