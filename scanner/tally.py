@@ -2005,7 +2005,8 @@ class TallyReader:
 
     def _claimed_from_clipped(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, blob: Blob,
                               colours: Sequence[Mapping[str, float]], result: list[DieRead], held: set[str],
-                              found: Sequence[FoundDie], typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
+                              found: Sequence[FoundDie], typical: float | None
+                              ) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
         """(die, confidence, (face, face confidence, scores)) of a die the finder found, left
         unnamed because a clipped blob holds the die its colour is, when it is that die: the
         clipped blob's hue is the shifted one (an orange die clipped under the lamp looks
@@ -2016,18 +2017,17 @@ class TallyReader:
         The claim needs four signs that agree: the die's body colour, the finder's guess here
         and not at the clipped blob, and a print that reads as a face of that die."""
         claim = self._named_by_colour(colours, ())
-        if claim == UNSURE or claim not in held or self._neutral(claim):
+        if claim == UNSURE or self._neutral(claim):
             return None
         guess, chance = self._finder_guess(die, ())
-        if guess != claim or chance < self.finder_rules.min_identity:
+        holder = next((index for index, d in enumerate(result) if d.die == claim), None)
+        if guess != claim or chance < self.finder_rules.min_identity or holder is None:
             return None
-        holder = next(index for index, d in enumerate(result) if d.die == claim)
         clipped = result[holder]
-        if clipped.blob.clipped <= self.params.claim_clipped:
-            return None
         there = [f for f in found if math.dist(f.center, clipped.blob.center) <= 0.5 * clipped.blob.side]
-        there_guess = self._finder_guess(min(there, key=lambda f: math.dist(f.center, clipped.blob.center)), ())[0] if there else UNSURE
-        if there_guess == claim:
+        nearest = min(there, key=lambda f: math.dist(f.center, clipped.blob.center), default=None)
+        there_guess = UNSURE if nearest is None else self._finder_guess(nearest, ())[0]
+        if clipped.blob.clipped <= self.params.claim_clipped or there_guess == claim:
             return None
         read = self._read_or_place(image, gains, blob, claim, typical)
         if read[0] == UNSURE:
@@ -2043,9 +2043,11 @@ class TallyReader:
                 renamed = (other, self.params.colour_print_identity_confidence, again)
                 held.add(other)
         other, other_chance, (face, face_confidence, scores) = renamed
-        result[holder] = replace(clipped, die=other, die_confidence=other_chance, face=face,
-                                 confidence=min(other_chance, face_confidence) if face != UNSURE else 0.0, scores=scores)
-        log.debug("%s die at %s claimed from the clipped blob at %s, now %s", claim, die.center, clipped.blob.center, other)
+        confidence = min(other_chance, face_confidence) if face != UNSURE else 0.0
+        result[holder] = replace(clipped, die=other, die_confidence=other_chance, face=face, confidence=confidence,
+                                 scores=scores)
+        log.debug("%s die at %s claimed from the clipped blob at %s, now %s", claim, die.center,
+                  clipped.blob.center, other)
         return claim, self.params.colour_print_identity_confidence, read
 
     def _read_at_finder_size(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Collection[str],
