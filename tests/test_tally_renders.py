@@ -98,3 +98,24 @@ def test_twenty_photos_teach_a_differently_looking_set():
     assert summary["face_accuracy"] >= 0.94, taught_card.confusion_table()
     assert summary["read_right_of_all"] >= 0.91 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures
+
+
+def test_the_test_split_as_other_cameras_would_take_it_has_few_confident_mistakes():
+    """Resampled through another resolution, a stronger JPEG, a brighter tone curve, a softer
+    lens (scanner.evaluate.PERTURBATIONS): the same 70 photos, 1540 dice in all. Measured:
+    recall 94.5 %, identity 96.0 %, faces 91.6 %, six confident mistakes (0.42 %; five an orange
+    die clipped to yellow, four of them after JPEG at q60)."""
+    from scanner.evaluate import PERTURBATIONS
+
+    labels = [label for label in photo_labels(FIXTURES, "test") if label.image.is_file()] if FIXTURES.is_dir() else []
+    if sum(len(label.dice) for label in labels) < 20:
+        pytest.skip(f"fewer than 20 labelled Tally dice rendered in {FIXTURES} (test)")
+    scanner, card = Scanner("tallyup"), Scorecard()
+    for label in labels:
+        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+        for _, perturb in PERTURBATIONS:
+            card.add(label.image.name, label.dice, scanner.read(perturb(image)))
+    summary = card.summary()
+    assert summary["wrong_confident_rate"] <= 0.006, card.failures
+    assert summary["face_accuracy"] >= 0.90 and summary["identity_accuracy"] >= 0.95, card.confusion_table()
+    assert summary["detection_recall"] >= 0.94 and summary["detection_precision"] >= 0.97, card.failures
