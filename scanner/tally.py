@@ -132,6 +132,11 @@ class TallyParams:
     #: times the face's. (Every veto on five sets read as other cameras would came above 0.3;
     #: half the votes below it.)
     pair_veto_ratio: float = 0.3
+    #: Where the vote on the cut the templates chose cannot tell, a clear vote on the middle
+    #: cut decides if the chosen cut leans its way (a cut larger than the face lays the plus's
+    #: upright off the strokes weighed) and the face net reads the same face, at this
+    #: confidence.
+    second_cut_confidence: float = 0.55
     #: On a clipped coloured die: the vote that, with an unclipped die's margin, reads a face.
     clipped_pair_vote: float = 0.6
     #: A circled face is read only when its ring shows at least this much ink in every
@@ -1672,9 +1677,10 @@ class TallyReader:
         return UNSURE, 0.0, UNSURE, 0.0, {}
 
     def _pair_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
-                       params: TallyParams) -> tuple[str, float]:
+                       params: TallyParams, second: np.ndarray | None = None) -> tuple[str, float]:
         """(face, confidence) when the two best faces, nearly the same print, are the only
-        contenders and the strokes that differ tell them apart; else unsure."""
+        contenders and the strokes that differ tell them apart; else unsure. Where they do not
+        on `ink`, a clear vote on `second` (another cut) decides, if `ink` leans its way."""
         ranked = sorted(scores.items(), key=lambda kv: -kv[1])
         if len(ranked) < 2 or ranked[0][1] < params.min_score:
             return UNSURE, 0.0
@@ -1683,10 +1689,29 @@ class TallyReader:
             return UNSURE, 0.0
         pair = self.compiled.pairs.get(die, {}).get((face, other))
         vote = None if pair is None else pair_vote(ink, *pair, params.pair_difference)
-        if vote is None or 1.0 - params.pair_vote < vote < params.pair_vote:
+        if vote is None:
+            return UNSURE, 0.0
+        if 1.0 - params.pair_vote < vote < params.pair_vote and second is not None:
+            again = pair_vote(second, *pair, params.pair_difference)
+            if again is not None and (again >= params.pair_vote and vote >= 0.5
+                                      or again <= 1.0 - params.pair_vote and vote <= 0.5):
+                voted = face if again >= 0.5 else other
+                # A second sign must agree: the face net's nearest face for the print.
+                if self._net_nearest(second, die) == voted:
+                    return voted, params.second_cut_confidence
+        if 1.0 - params.pair_vote < vote < params.pair_vote:
             return UNSURE, 0.0
         # As sure as the vote is clear, never more than a margin well won.
         return (face if vote >= params.pair_vote else other), round(0.5 + 0.4 * min(1.0, abs(vote - 0.5) * 2), 4)
+
+    def _net_nearest(self, ink: np.ndarray, die: str) -> str:
+        """The face (or NO_FACE) whose taught code lies nearest the face net's code of `ink`,
+        read at params.code_turns; unsure without a net or codes for `die`."""
+        if die not in self._codes:
+            return UNSURE
+        faces, taught = self._codes[die]
+        codes = self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns])
+        return _two_nearest(faces, taught @ unit_rows(codes.mean(axis=0, keepdims=True))[0])[0][0]
 
     def _vote_against(self, ink: np.ndarray, die: str, face: str, scores: Mapping[str, float],
                       params: TallyParams) -> bool:
@@ -1771,7 +1796,9 @@ class TallyReader:
             # strokes, and a cut larger than the found square fits the print best: the vote
             # is taken on the middle cut, nearest the found square's size. (Glare over the
             # print itself leaves no face matching well, which the vote needs.)
-            face, confidence = self._pair_decision(inks[len(inks) // 2] if bright_white else ink, die, scores, params)
+            middle = inks[len(inks) // 2]
+            face, confidence = self._pair_decision(middle if bright_white else ink, die, scores, params,
+                                                   None if bright_white or chosen == len(inks) // 2 else middle)
         # A coloured body clips its brightest channels long before its print fades.
         if face == UNSURE and clipped > params.max_clipped and not self._neutral(die):
             # Two weaker signs that agree: the margin that would do on an unclipped die, and

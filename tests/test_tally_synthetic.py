@@ -1039,9 +1039,9 @@ def test_the_pair_vote_on_a_white_up_die_the_camera_clipped_is_taken_on_the_midd
     votes = []
 
     class Spy(TallyReader):
-        def _pair_decision(self, ink, die, scores, params):
+        def _pair_decision(self, ink, die, scores, params, second=None):
             votes.append(ink)
-            return super()._pair_decision(ink, die, scores, params)
+            return super()._pair_decision(ink, die, scores, params, second)
 
     reader = Spy(model_a)
     # Scores as close as +100's and -100's get, so that the templates leave the pair to the vote.
@@ -1164,3 +1164,30 @@ def test_a_die_whose_colour_a_clipped_blob_took_claims_it_back(clipped, finder_a
     assert (name, face) == ("yellow", "20") and 0.0 < confidence <= reader.params.colour_print_identity_confidence
     assert (result[0].die, result[0].face) == ("orange", "star") and held == {"yellow", "orange"}
     assert 0.0 < result[0].confidence <= reader.params.colour_print_identity_confidence
+
+
+@pytest.mark.parametrize("net_reads, expected", [("+100", "+100"), ("-100", UNSURE), (None, UNSURE)])
+def test_where_the_chosen_cut_cannot_tell_two_similar_prints_a_clear_middle_cut_and_the_net_decide(
+        net_reads, expected, model_a):
+    """The chosen cut's vote leans one way but not clearly (a cut larger than the face lays the
+    plus's upright off the strokes weighed): the middle cut's clear vote decides, if the face
+    net reads the same face; a net that reads the other face, or no net, leaves it unsure."""
+    from scanner.tally import SHIFT, TEMPLATE_SIDE, TallyReader, _aligned, pair_vote
+
+    reader = TallyReader(model_a)
+    plus, minus = (face_art(label, LOOK_A, TEMPLATE_SIDE) for label in ("+100", "-100"))
+    reader.compiled.pairs["up"][("+100", "-100")] = (plus, _aligned(minus, plus))
+    clear = np.pad(plus, SHIFT)
+    blurred = np.pad(0.65 * plus + 0.35 * _aligned(minus, plus), SHIFT)  # the upright faint
+    scores = {"+100": 0.9, "-100": 0.88, "+2": 0.3}
+    params = reader.params
+    assert reader._pair_decision(blurred, "up", scores, params) == (UNSURE, 0.0)
+    assert 0.5 < pair_vote(blurred, *reader.compiled.pairs["up"][("+100", "-100")], params.pair_difference) < params.pair_vote
+    if net_reads is not None:
+        reader._codes = {"up": ([net_reads], np.ones((1, 1), np.float32))}
+        reader.face_net = type("Net", (), {"codes": staticmethod(lambda inks: np.ones((len(inks), 1), np.float32))})()
+    face, confidence = reader._pair_decision(blurred, "up", scores, params, second=clear)
+    assert face == expected
+    assert confidence == (params.second_cut_confidence if expected != UNSURE else 0.0)
+    # A clear vote on the chosen cut needs no second look.
+    assert reader._pair_decision(clear, "up", scores, params, second=blurred)[0] == "+100"
