@@ -1182,7 +1182,8 @@ def test_where_the_chosen_cut_cannot_tell_two_similar_prints_a_clear_middle_cut_
     scores = {"+100": 0.9, "-100": 0.88, "+2": 0.3}
     params = reader.params
     assert reader._pair_decision(blurred, "up", scores, params) == (UNSURE, 0.0)
-    assert 0.5 < pair_vote(blurred, *reader.compiled.pairs["up"][("+100", "-100")], params.pair_difference) < params.pair_vote
+    pair = reader.compiled.pairs["up"][("+100", "-100")]
+    assert 0.5 < pair_vote(blurred, *pair, params.pair_difference) < params.pair_vote
     if net_reads is not None:
         reader._codes = {"up": ([net_reads], np.ones((1, 1), np.float32))}
         reader.face_net = type("Net", (), {"codes": staticmethod(lambda inks: np.ones((len(inks), 1), np.float32))})()
