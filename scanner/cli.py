@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import cv2
 
-from scanner.evaluate import PERTURBATIONS, Scorecard, percentile
+from scanner.evaluate import Scorecard, percentile, score_perturbed
 from scanner.frames import Roll
 from scanner.labels import LabelledPhoto, load_video_label, photo_labels
 from scanner.reader import DICE_SETS, Scanner, load_scanner
@@ -158,13 +158,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
 def bench_perturbed(labels: list[LabelledPhoto], scanner: Scanner, name: str, out) -> dict[str, dict]:
     """Accuracy on the photos changed as another camera would (see PERTURBATIONS), per change and
     over all of them; printed as one line each."""
-    cards = {change: Scorecard() for change, _ in PERTURBATIONS}
-    for label in labels:
-        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-        if image is None:
-            continue  # reported by the plain pass
-        for change, perturb in PERTURBATIONS:
-            cards[change].add(label.image.name, label.dice, scanner.read(perturb(image)))
+    cards = score_perturbed(scanner.read, labels)
     print(f"  {name} the same photos as other cameras would take them:", file=out)
     results = {}
     for change, card in [*cards.items(), ("all changes", Scorecard.merged(cards.values()))]:

@@ -222,6 +222,20 @@ PERTURBATIONS: tuple[tuple[str, Callable[[np.ndarray], np.ndarray]], ...] = (
 )
 
 
+def score_perturbed(read: Callable[[np.ndarray], Sequence[DieReading]], photos: Iterable[LabelledPhoto]
+                    ) -> dict[str, Scorecard]:
+    """Per change of PERTURBATIONS, the score of every labelled photo read after that change.
+    A photo that cannot be read is skipped (the plain pass, `score_photos`, names it)."""
+    cards = {change: Scorecard() for change, _ in PERTURBATIONS}
+    for photo in photos:
+        image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
+        if image is None:
+            continue
+        for change, perturb in PERTURBATIONS:
+            cards[change].add(photo.image.name, photo.dice, read(perturb(image)))
+    return cards
+
+
 def percentile(values: Iterable[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:

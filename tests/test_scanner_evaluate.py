@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from scanner.evaluate import PERTURBATIONS, Scorecard, match, percentile, score_photos
+from scanner.evaluate import PERTURBATIONS, Scorecard, match, percentile, score_perturbed, score_photos
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie, LabelledPhoto
 
@@ -142,3 +142,14 @@ def test_a_perturbed_photo_keeps_its_frame_size_and_changes_a_little(name):
         return xs.mean(), ys.mean()
 
     assert math.dist(centre(changed), centre(image)) < 1.0
+
+
+def test_score_perturbed_reads_each_photo_once_per_change_and_skips_one_it_cannot_read(tmp_path):
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((20, 30, 3), 90, np.uint8))
+    photos = [LabelledPhoto(tmp_path / "a.png", "tossup", (label(10, 10, "green"),), {}),
+              LabelledPhoto(tmp_path / "missing.png", "tossup", (label(10, 10, "green"),), {})]
+    seen = []
+    cards = score_perturbed(lambda image: seen.append(image.shape) or [reading(10, 10, "green")], photos)
+    assert list(cards) == [name for name, _ in PERTURBATIONS]
+    assert seen == [(20, 30, 3)] * len(PERTURBATIONS)
+    assert all(card.labelled == 1 and card.faces_right == 1 for card in cards.values())

@@ -14,7 +14,7 @@ import cv2
 import pytest
 
 from scanner.cli import bench_videos
-from scanner.evaluate import Scorecard, score_photos
+from scanner.evaluate import Scorecard, score_perturbed, score_photos
 from scanner.labels import photo_labels
 from scanner.reader import Scanner
 
@@ -95,15 +95,9 @@ def test_the_test_split_as_other_cameras_would_take_it_reads_no_colour_wrong():
     """Resampled through another resolution, a stronger JPEG, a brighter tone curve, a softer
     lens (scanner.evaluate.PERTURBATIONS): the same photos, 1840 dice in all. Measured: recall
     0.992, faces 0.997, no confident mistake."""
-    from scanner.evaluate import PERTURBATIONS
-
     labels = list(photo_labels(FIXTURES / "tossup", "test"))
     assert labels, "no Toss Up fixtures"
-    scanner, card = Scanner("tossup"), Scorecard()
-    for label in labels:
-        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-        for _, perturb in PERTURBATIONS:
-            card.add(label.image.name, label.dice, scanner.read(perturb(image)))
+    card = Scorecard.merged(score_perturbed(Scanner("tossup").read, labels).values())
     summary = card.summary()
     assert summary["wrong_confident_rate"] == 0.0, card.failures
     assert summary["face_accuracy"] >= 0.99, card.confusion_table()

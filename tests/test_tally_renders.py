@@ -20,7 +20,7 @@ import cv2
 import pytest
 
 from calibration.teach import learn_tally_model
-from scanner.evaluate import Scorecard
+from scanner.evaluate import Scorecard, score_perturbed
 from scanner.labels import photo_labels
 from scanner.reader import Scanner
 
@@ -105,16 +105,10 @@ def test_the_test_split_as_other_cameras_would_take_it_has_few_confident_mistake
     lens (scanner.evaluate.PERTURBATIONS): the same 70 photos, 1540 dice in all. Measured:
     recall 94.7 %, identity 96.0 %, faces 91.8 %, six confident mistakes (0.42 %; five an orange
     die clipped to yellow, four of them after JPEG at q60)."""
-    from scanner.evaluate import PERTURBATIONS
-
     labels = [label for label in photo_labels(FIXTURES, "test") if label.image.is_file()] if FIXTURES.is_dir() else []
     if sum(len(label.dice) for label in labels) < 20:
         pytest.skip(f"fewer than 20 labelled Tally dice rendered in {FIXTURES} (test)")
-    scanner, card = Scanner("tallyup"), Scorecard()
-    for label in labels:
-        image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-        for _, perturb in PERTURBATIONS:
-            card.add(label.image.name, label.dice, scanner.read(perturb(image)))
+    card = Scorecard.merged(score_perturbed(Scanner("tallyup").read, labels).values())
     summary = card.summary()
     assert summary["wrong_confident_rate"] <= 0.006, card.failures
     assert summary["face_accuracy"] >= 0.90 and summary["identity_accuracy"] >= 0.95, card.confusion_table()
