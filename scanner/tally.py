@@ -1014,6 +1014,12 @@ def _held_elsewhere(die: str, distance: float, taken: Mapping[str, float]) -> bo
     return die in taken and taken[die] <= distance
 
 
+def _found_at(found: Sequence[FoundDie], blob: Blob) -> FoundDie | None:
+    """The die the finder found nearest `blob`'s centre, within half its side; else None."""
+    near = [f for f in found if math.dist(f.center, blob.center) <= 0.5 * blob.side]
+    return min(near, key=lambda f: math.dist(f.center, blob.center), default=None)
+
+
 def _touches_edge(outline: np.ndarray, shape: Sequence[int]) -> bool:
     """Whether an outline (image pixels) reaches the frame's edge."""
     x, y, w, h = cv2.boundingRect(outline)
@@ -1709,9 +1715,21 @@ class TallyReader:
         read at params.code_turns; unsure without a net or codes for `die`."""
         if die not in self._codes:
             return UNSURE
-        faces, taught = self._codes[die]
         codes = self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns])
-        return _two_nearest(faces, taught @ unit_rows(codes.mean(axis=0, keepdims=True))[0])[0][0]
+        return self._nearest_to_mean(die, codes)[0][0]
+
+    def _nearest_to_mean(self, die: str, codes: np.ndarray) -> list[tuple[str, float]]:
+        """The two faces of `die` (or NO_FACE) whose taught codes lie nearest the mean of
+        `codes`, best first, with their cosines."""
+        faces, taught = self._codes[die]
+        return _two_nearest(faces, taught @ unit_rows(codes.mean(axis=0, keepdims=True))[0])
+
+    def _runner_up_pair(self, die: str, face: str, scores: Mapping[str, float]
+                        ) -> tuple[str | None, tuple[np.ndarray, np.ndarray] | None]:
+        """(the best-scoring face other than `face`, the aligned mean templates of the two when
+        their prints are nearly the same, else None)."""
+        other = max((f for f in scores if f != face), key=scores.__getitem__, default=None)
+        return other, self.compiled.pairs.get(die, {}).get((face, other)) if other else None
 
     def _vote_against(self, ink: np.ndarray, die: str, face: str, scores: Mapping[str, float],
                       params: TallyParams) -> bool:
@@ -1719,8 +1737,7 @@ class TallyReader:
         print (+100 and -100, 20 and 70), show the runner-up: a print cut a little too large or
         small can fit the other face's templates better, while the strokes they differ by
         stay where they are."""
-        other = max((f for f in scores if f != face), key=scores.__getitem__, default=None)
-        pair = self.compiled.pairs.get(die, {}).get((face, other)) if other else None
+        other, pair = self._runner_up_pair(die, face, scores)
         if pair is None or distance_ratio(scores[face], scores[other]) <= params.pair_veto_ratio:
             return False  # a runner-up that far behind is no contest
         vote = pair_vote(ink, *pair, params.pair_difference)
@@ -1734,8 +1751,7 @@ class TallyReader:
         face, confidence, _ = decide_face(scores, params, self.compiled.close.get(die, frozenset()))
         if face == UNSURE:
             return UNSURE, 0.0
-        other = max((f for f in scores if f != face), key=scores.__getitem__, default=None)
-        pair = self.compiled.pairs.get(die, {}).get((face, other)) if other else None
+        other, pair = self._runner_up_pair(die, face, scores)
         if pair is None:
             return UNSURE, 0.0
         vote = pair_vote(ink, *pair, params.pair_difference)
@@ -1758,8 +1774,7 @@ class TallyReader:
         if face == NO_FACE or distance_ratio(best, second) > params.code_early:
             return UNSURE, 0.0
         turned = [np.rot90(ink, k) for ink in inks for k in params.code_turns][1:]
-        mean = unit_rows(np.concatenate([first, self.face_net.codes(turned)]).mean(axis=0, keepdims=True))[0]
-        (face, best), (_, second) = _two_nearest(faces, taught @ mean)
+        (face, best), (_, second) = self._nearest_to_mean(die, np.concatenate([first, self.face_net.codes(turned)]))
         ratio = distance_ratio(best, second)
         if face == NO_FACE or best < params.min_code or ratio > params.code_ratio:
             return UNSURE, 0.0
@@ -1790,13 +1805,13 @@ class TallyReader:
             close = self.compiled.faint
         face, confidence, score = decide_face(scores, params, close.get(die, frozenset()))
         bright_white = clipped > params.max_clipped and self._neutral(die)
+        middle = inks[len(inks) // 2]
         if face == UNSURE:
             # The vote weighs a few thin strokes (the upright of +100's plus). A white Up Die
             # the camera clipped keeps its black print sharp, but the body's glow thins the
             # strokes, and a cut larger than the found square fits the print best: the vote
             # is taken on the middle cut, nearest the found square's size. (Glare over the
             # print itself leaves no face matching well, which the vote needs.)
-            middle = inks[len(inks) // 2]
             face, confidence = self._pair_decision(middle if bright_white else ink, die, scores, params,
                                                    None if bright_white or chosen == len(inks) // 2 else middle)
         # A coloured body clips its brightest channels long before its print fades.
@@ -1814,7 +1829,7 @@ class TallyReader:
         if face == STAR and ink_solidity(ink) > params.max_star_solidity:
             return UNSURE, 0.0, scores
         # Only against the templates: where they could not tell, the net read the print as a whole.
-        if by_templates and self._vote_against(inks[len(inks) // 2], die, face, scores, params):
+        if by_templates and self._vote_against(middle, die, face, scores, params):
             return UNSURE, 0.0, scores
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):
@@ -1972,10 +1987,10 @@ class TallyReader:
         among those they allow."""
         near = [die for die in distances if die in self.compiled.templates and _among_nearest(distances, die, self.params)
                 and not _held_elsewhere(die, distances[die], taken)]
-        at = [f for f in found if math.dist(f.center, blob.center) <= 0.5 * blob.side]
-        if len(near) < 2 or not at:
+        at = _found_at(found, blob)
+        if len(near) < 2 or at is None:
             return UNSURE, 0.0
-        chances = dict(zip(IDENTITIES, min(at, key=lambda f: math.dist(f.center, blob.center)).identities))
+        chances = dict(zip(IDENTITIES, at.identities))
         guess = max(near, key=lambda die: chances.get(die, 0.0))
         return (guess, 0.5) if chances.get(guess, 0.0) >= self.finder_rules.sure_identity else (UNSURE, 0.0)
 
@@ -2051,9 +2066,8 @@ class TallyReader:
         if guess != claim or chance < self.finder_rules.min_identity or holder is None:
             return None
         clipped = result[holder]
-        there = [f for f in found if math.dist(f.center, clipped.blob.center) <= 0.5 * clipped.blob.side]
-        nearest = min(there, key=lambda f: math.dist(f.center, clipped.blob.center), default=None)
-        there_guess = UNSURE if nearest is None else self._finder_guess(nearest, ())[0]
+        there = _found_at(found, clipped.blob)
+        there_guess = UNSURE if there is None else self._finder_guess(there, ())[0]
         if clipped.blob.clipped <= self.params.claim_clipped or there_guess == claim:
             return None
         read = self._read_or_place(image, gains, blob, claim, typical)
