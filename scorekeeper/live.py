@@ -39,6 +39,7 @@ from scanner.sources import FrameSource, SourceUnavailable, open_source
 from scorekeeper.live_preview import PreviewEncoder, PreviewSnapshot
 from scorekeeper.live_sources import demo_source
 from scorekeeper.readings import Problem, interpret
+from scorekeeper.stand_in import stand_in_for
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, LoadedGame, VersionConflict
 
@@ -56,6 +57,7 @@ LIVE_DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "LIVE_DICE": None,  # None: read the dice of the game on the table; 'tossup' or 'tallyup' to force one set
     "LIVE_PROFILE": None,  # calibration profile (JSON) for the scanner; None: built-in defaults
     "LIVE_LOOP": False,  # replay a video or folder source for ever (the demo)
+    "LIVE_STAND_IN": None,  # a stand-in host makes the moves replayed clips need (scorekeeper.stand_in); None: with 'demo' only
     "LIVE_REALTIME": True,  # replay files at their own frame rate, as a camera would deliver them
     "LIVE_BACKOFF": (0.5, 1.0, 2.0, 4.0, 8.0),  # seconds between reconnect attempts
     "LIVE_STALL_SECONDS": 1.5,  # a live camera silent this long is reported as stalled
@@ -76,6 +78,7 @@ class LiveConfig:
     dice: str | None = None
     profile: Path | None = None
     loop: bool = False
+    stand_in: bool | None = None
     realtime: bool = True
     backoff: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
     stall_seconds: float = 1.5
@@ -101,6 +104,9 @@ class LiveConfig:
         for key in ("LIVE_LOOP", "LIVE_REALTIME"):
             if not isinstance(get(key), bool):
                 raise ConfigError(f"{key} must be true or false, got {get(key)!r}")
+        stand_in = get("LIVE_STAND_IN")
+        if stand_in is not None and not isinstance(stand_in, bool):
+            raise ConfigError(f"LIVE_STAND_IN must be true, false or None (with the demo source only), got {stand_in!r}")
         backoff = get("LIVE_BACKOFF")
         if (not isinstance(backoff, (list, tuple)) or not backoff
                 or not all(_positive(v) for v in backoff)):
@@ -115,7 +121,7 @@ class LiveConfig:
                 raise ConfigError(f"{key} must be a whole number from {low} to {high}, got {value!r}")
         return cls(
             source=source, dice=dice, profile=Path(profile) if profile is not None else None,
-            loop=get("LIVE_LOOP"), realtime=get("LIVE_REALTIME"), backoff=tuple(float(v) for v in backoff),
+            loop=get("LIVE_LOOP"), stand_in=stand_in, realtime=get("LIVE_REALTIME"), backoff=tuple(float(v) for v in backoff),
             stall_seconds=float(numbers["LIVE_STALL_SECONDS"]), photo_width=get("LIVE_PHOTO_WIDTH"),
             preview_fps=min(float(numbers["PREVIEW_FPS"]), 30.0), preview_width=get("PREVIEW_WIDTH"),
             preview_quality=get("PREVIEW_QUALITY"),
@@ -223,6 +229,7 @@ class LiveTable:
         self.photos = Path(data_dir) / PHOTO_DIR
         self._load_scanner = scanner_loader or load_scanner
         source = config.source
+        self._stand_in = config.stand_in if config.stand_in is not None else source == DEMO_SOURCE
         if callable(source):
             factory = source
         elif source == DEMO_SOURCE:
@@ -611,6 +618,8 @@ class LiveTable:
             self._dice = roll.dice
             self._changed += 1
             fresh, self._fresh_start = self._fresh_start, False
+        if target is None and self._stand_in:
+            target = self._rematch()
         if target is None:
             with self._lock:
                 self._notice = {"kind": "no_game", "game": None, "at": _now(),
@@ -632,11 +641,22 @@ class LiveTable:
         }
         for _attempt in range(2):  # once more after a hand entry got in first
             result = interpret(loaded.state(), dice)
-            if not result.ok:
-                self._set_pending(loaded, reading, result.problems)
+            events, problems = result.events, result.problems
+            helped = stand_in_for(loaded.game, dice) if self._stand_in and not result.ok else None
+            if helped is not None and helped.roll:
+                events, problems = helped.events, []
+            elif helped is not None:
+                loaded, problems = self._stand_in_moves(loaded, helped.moves, dice)
+                rematch = self._rematch() if loaded.state()["over"] else None
+                if rematch is not None:
+                    # The stand-in's stop ended the game: this throw opens the next one.
+                    target, loaded = rematch, self.board.get(rematch)
+                    continue
+            if problems or not events:
+                self._set_pending(loaded, reading, problems)
                 return
             try:
-                self.board.append_all(target, result.events, loaded.version, reading)
+                self.board.append_all(target, events, loaded.version, reading)
             except VersionConflict:
                 loaded = self.board.get(target)  # a hand entry got in first: read the game again
                 continue
@@ -654,6 +674,27 @@ class LiveTable:
                 self._publish()
             return
         self._set_pending(loaded, reading, [Problem("not_now", "the game kept changing while this roll was read")])
+
+    def _stand_in_moves(self, loaded: LoadedGame, moves: Sequence[Mapping[str, Any]],
+                        dice: Sequence[Mapping[str, Any]]) -> tuple[LoadedGame, list[Problem]]:
+        """The stand-in's moves alone (its throw still does not fit): the game after them, and
+        why the throw waits for the host there. A hand entry that got in first keeps its game."""
+        try:
+            loaded = self.board.append_all(loaded.record.id, moves, loaded.version)
+        except (VersionConflict, RuleError) as error:
+            log.info("game %s: the stand-in's moves were not made: %s", loaded.record.id, error)
+            loaded = self.board.get(loaded.record.id)
+        return loaded, interpret(loaded.state(), dice).problems
+
+    def _rematch(self) -> str | None:
+        """The demo plays for ever: once its game is over, the same players start another."""
+        finished = next((record for record in self.board.list_games() if record.over), None)
+        if finished is None:
+            return None
+        loaded = self.board.create(finished.game, finished.players, finished.options)
+        log.info("stand-in: game %s is over; %s start game %s", finished.id, " and ".join(finished.players),
+                 loaded.record.id)
+        return str(loaded.record.id)
 
     def _give_back_memory(self) -> None:
         """Return freed heap to the system now and then (glibc keeps it after big frame churn).

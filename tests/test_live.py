@@ -349,6 +349,54 @@ def test_the_host_picks_the_game_the_camera_scores(tmp_path, apps):
     assert app.extensions["dicetray"].get(second).version == 0
 
 
+OTHER_TEN = ("green", "green", "green", "yellow", "yellow", "red", "yellow", "green", "yellow", "yellow")
+
+
+def test_the_stand_in_stops_a_turn_when_all_ten_dice_are_thrown_again(tmp_path, apps):
+    # Replayed clips know nothing of the game: each throws all ten dice first.
+    source = ReplaySource(throw(TEN) + throw(OTHER_TEN, seed=2))
+    app, gid = make_app(tmp_path, lambda: source, LIVE_STAND_IN=True)
+    apps.append(app)
+    board = app.extensions["dicetray"]
+    assert wait_until(lambda: len(board.get(gid).events) == 3), [e.event for e in board.get(gid).events]
+    assert [e.event["type"] for e in board.get(gid).events] == ["roll", "stop", "roll"]
+    state = board.get(gid).state()
+    assert [p["score"] for p in state["players"]] == [2, 0]
+    assert state["active"] == "Bob" and state["turn_points"] == 4
+    assert board.get(gid).events[2].reading["source"] == "camera"
+    assert app.extensions[LIVE_EXTENSION].view(gid)["pending"] is None
+
+
+def test_without_the_stand_in_the_second_throw_of_ten_waits_for_the_host(tmp_path, apps):
+    source = ReplaySource(throw(TEN) + throw(OTHER_TEN, seed=2))
+    app, gid = make_app(tmp_path, lambda: source)  # a camera, not the demo: no stand-in
+    apps.append(app)
+    live = app.extensions[LIVE_EXTENSION]
+    pending = wait_until(lambda: live.view(gid)["pending"])
+    assert pending and pending["problems"][0]["code"] == "count"
+    assert [e.event["type"] for e in app.extensions["dicetray"].get(gid).events] == ["roll"]
+
+
+def test_when_the_stand_in_ends_the_game_the_throw_opens_a_rematch(tmp_path, apps):
+    data = tmp_path / "data"
+    with GameStore.in_dir(data) as store:
+        gid = store.create("tossup", ["Ann", "Bob"], {"target": 1}).record.id
+    source = ReplaySource(throw(TEN) + throw(OTHER_TEN, seed=2) + throw(TEN, seed=3))
+    app = create_app({"TESTING": True, "DATA_DIR": data, "HOST_TOKEN": HOST_TOKEN, "SECRET_KEY": "s",
+                      "LIVE_SOURCE": lambda: source, "LIVE_BACKOFF": (0.05, 0.1), "LIVE_STAND_IN": True})
+    apps.append(app)
+    board = app.extensions["dicetray"]
+    # Ann scores 2 (over 1), Bob has his last turn (4 greens), and the third throw ends it.
+    assert wait_until(lambda: len(board.list_games()) == 2)
+    finished = board.get(gid)
+    assert finished.record.over and finished.record.winners == ["Bob"]
+    assert [e.event["type"] for e in finished.events] == ["roll", "stop", "roll", "stop"]
+    rematch = next(r for r in board.list_games() if r.id != gid)
+    assert rematch.players == ["Ann", "Bob"] and rematch.options == {"target": 1} and not rematch.over
+    assert wait_until(lambda: len(board.get(rematch.id).events) == 1)
+    assert sorted(board.get(rematch.id).events[0].event["dice"]) == sorted(TEN)
+
+
 def test_without_a_source_there_is_no_live_table_and_the_api_says_so(app, client):
     assert LIVE_EXTENSION not in app.extensions
     assert client.get("/api/live").get_json()["enabled"] is False
@@ -367,6 +415,8 @@ def test_live_settings_are_checked_with_readable_errors(tmp_path):
         LiveConfig.from_mapping({"LIVE_BACKOFF": []})
     with pytest.raises(ConfigError, match="LIVE_SOURCE"):
         create_app({"DATA_DIR": tmp_path, "LIVE_SOURCE": 7})
+    with pytest.raises(ConfigError, match="LIVE_STAND_IN must be true, false or None"):
+        LiveConfig.from_mapping({"LIVE_STAND_IN": 1})
     assert LiveConfig.from_mapping({}).source is None
 
 
