@@ -209,6 +209,10 @@ class TallyParams:
     #: against rival_clipped's 0.5, 4 confident mistakes fewer and 8 dice more read right (a
     #: teach photo's orange die, 43 % clipped after JPEG q60); 0 made one die vanish.
     claim_clipped: float = 0.25
+    #: A clipped die whose print cannot tell it from its rivals is the one of them the finder
+    #: gives at least this probability (see TallyReader._finder_choice). On the lean set the
+    #: finder's 0.95 of sure_identity named a clipped orange die yellow.
+    clipped_finder_identity: float = 0.99
     clip_gains: tuple[float, ...] = (1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0)
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).
@@ -1911,6 +1915,17 @@ class TallyReader:
                 if face == UNSURE:
                     face, face_confidence, scores = self._read_where_found(
                         image, gains, blob, die, typical, rivals, found_by_net(), (face, face_confidence, scores))
+                if face == UNSURE and rivals:
+                    # Clipping leaves the colour between dice (an orange die clipped reads as
+                    # yellow), and a star, on both, cannot tell them apart: the finder, which
+                    # sees the whole die, chooses among them when sure, as for two colours
+                    # that lie as near (_tie_broken); the face is then read as that die's.
+                    chosen, chosen_confidence = self._finder_choice(blob, [die, *rivals], found_by_net(),
+                                                                    self.params.clipped_finder_identity)
+                    again = self._read_or_place(image, gains, blob, chosen, typical) if chosen != UNSURE else None
+                    if again is not None and again[0] != UNSURE:
+                        die, die_confidence = chosen, chosen_confidence
+                        face, face_confidence, scores = again
                 if face == UNSURE and self._neutral(die):
                     # A white blob may be a coloured die's white print and glare (a star
                     # fills much of a face): its face's edge shows the die's own colour.
@@ -1987,12 +2002,18 @@ class TallyReader:
         among those they allow."""
         near = [die for die in distances if die in self.compiled.templates and _among_nearest(distances, die, self.params)
                 and not _held_elsewhere(die, distances[die], taken)]
+        return self._finder_choice(blob, near, found, self.finder_rules.sure_identity) if len(near) >= 2 else (UNSURE, 0.0)
+
+    def _finder_choice(self, blob: Blob, candidates: Sequence[str], found: Sequence[FoundDie],
+                       sure: float) -> tuple[str, float]:
+        """(die, confidence 0.5) of the `candidates` the finder, at the blob, gives at least
+        `sure` probability; else unsure."""
         at = _found_at(found, blob)
-        if len(near) < 2 or at is None:
+        if at is None:
             return UNSURE, 0.0
         chances = dict(zip(IDENTITIES, at.identities))
-        guess = max(near, key=lambda die: chances.get(die, 0.0))
-        return (guess, 0.5) if chances.get(guess, 0.0) >= self.finder_rules.sure_identity else (UNSURE, 0.0)
+        guess = max(candidates, key=lambda die: chances.get(die, 0.0))
+        return (guess, 0.5) if chances.get(guess, 0.0) >= sure else (UNSURE, 0.0)
 
     def _with_found(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead], found: Sequence[FoundDie],
                     typical: float | None, with_faces: bool) -> list[DieRead]:

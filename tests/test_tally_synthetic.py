@@ -613,6 +613,27 @@ def test_a_clipped_die_is_doubted_only_for_dice_whose_colour_lies_about_as_near(
         assert (read.die, read.face) == ("yellow", face), margin
 
 
+@pytest.mark.parametrize("named, sure, expected", [
+    ("yellow", 0.995, ("yellow", "70")),  # the finder sure of the colour's own die
+    ("orange", 0.995, ("orange", "70")),  # ...or of its rival: orange shows 70 too
+    ("orange", 0.97, ("yellow", UNSURE)),  # sure enough to break a tie, not to overrule clipping
+    ("green", 0.995, ("yellow", UNSURE)),  # a die that is no rival here
+])
+def test_a_clipped_die_its_print_cannot_tell_from_a_rival_is_the_one_the_finder_is_sure_of(named, sure, expected, model_a):
+    """A clipped yellow 70 might be a clipped orange one, and the print cannot tell (both show
+    70): the finder, which sees the whole die, chooses between them when it is all but certain."""
+    from scanner.tally import TallyParams, TallyReader
+
+    params = TallyParams(clipped_identity_distance=8.0, rival_margin=8.0)  # orange counts as near here
+    image, _ = draw_scene([("yellow", "70", 640, 360, 56, 0.3)], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
+    finder = StubFinder([_found(named, 641.0, 359.0, 56.0, 0.3, sure=sure)])
+    (read,) = TallyReader(model_a, params, finder=finder).read_dice(image)
+    assert read.blob.clipped > params.rival_clipped
+    assert (read.die, read.face) == expected
+    if expected[1] != UNSURE:
+        assert read.die_confidence == 0.5
+
+
 def test_clipping_turns_an_orange_die_yellow_but_no_green_one(model_a):
     """A body lit brighter until the camera clips it keeps moving one way: orange's red clips
     and it looks yellow; a green die never does, so it is no rival of a clipped yellow one."""
