@@ -391,13 +391,24 @@ def _classify(hue: float, chroma: float, params: TossUpParams) -> tuple[str, flo
 WORK_WIDTH = 960
 
 
-def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True) -> list[DieReading]:
-    """Every Toss Up die in a BGR frame: its top face, colour and whether it lies cocked."""
+def half_size(image: np.ndarray) -> np.ndarray:
+    """The frame at half its size, as `read_tossup` reads a frame wider than WORK_WIDTH (the die
+    finder's input halves a frame the same way, so one halved frame can serve both)."""
+    return cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
+
+
+def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True,
+                half: np.ndarray | None = None) -> list[DieReading]:
+    """Every Toss Up die in a BGR frame: its top face, colour and whether it lies cocked.
+
+    `half`: the frame's `half_size`, when it was made already (it is used only for a frame
+    wider than WORK_WIDTH, and made here when needed but not given).
+    """
     params = params or TossUpParams()
     scale = 1.0
     if image.shape[1] > WORK_WIDTH:
         scale = 2.0
-        image = cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
+        image = half_size(image) if half is None else half
     insets, white = find_insets(image, params)
     colours = {id(i): read_colour(image, white, i, params) for i in insets}
     # Open insets are weaker evidence (no full rim): keep them only when clearly coloured.
