@@ -114,7 +114,7 @@ def decode(raw: np.ndarray, frame_size: tuple[int, int], threshold: float) -> li
         cell = raw[:, gy, gx]
         x_in = (gx + 0.5 + float(cell[1])) * STRIDE
         y_in = (gy + 0.5 + float(cell[2])) * STRIDE
-        side_in = math.exp(float(np.clip(cell[3], -2.0, 6.0)))
+        side_in = math.exp(min(max(float(cell[3]), -2.0), 6.0))  # np.clip's value, without its set-up per die
         angle = math.atan2(float(cell[5]), float(cell[4])) / 4.0
         colours, identities = softmax(cell[FACE_CHANNELS]), softmax(cell[IDENTITY_CHANNELS])
         found.append(FoundDie(
