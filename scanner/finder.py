@@ -51,14 +51,21 @@ def input_size(width: int, height: int) -> tuple[int, int]:
     return INPUT_WIDTH, in_h
 
 
-def to_blob(image: np.ndarray) -> np.ndarray:
-    """A BGR frame as the net's input: 1x3xHxW float32, RGB order, 0-1."""
+def to_blob(image: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
+    """A BGR frame as the net's input: 1x3xHxW float32, RGB order, 0-1.
+
+    `half`: the frame's `tossup.half_size`, when the Toss Up reader made it already: the first
+    halving below is the same resize, and a frame need not be halved twice.
+    """
     in_w, in_h = input_size(image.shape[1], image.shape[0])
     small = image
     # OpenCV's area resize is a cheap box filter for whole factors but 4x slower for others
     # (720 rows to 184): halve first, the same averages to within half a grey level.
     while small.shape[1] >= 2 * in_w and small.shape[0] >= 2 * in_h:
-        small = cv2.resize(small, (small.shape[1] // 2, small.shape[0] // 2), interpolation=cv2.INTER_AREA)
+        if small is image and half is not None:
+            small = half
+        else:
+            small = cv2.resize(small, (small.shape[1] // 2, small.shape[0] // 2), interpolation=cv2.INTER_AREA)
     small = cv2.resize(small, (in_w, in_h), interpolation=cv2.INTER_AREA)
     return cv2.dnn.blobFromImage(small, scalefactor=1.0 / 255.0, swapRB=True)
 
@@ -107,7 +114,7 @@ def decode(raw: np.ndarray, frame_size: tuple[int, int], threshold: float) -> li
         cell = raw[:, gy, gx]
         x_in = (gx + 0.5 + float(cell[1])) * STRIDE
         y_in = (gy + 0.5 + float(cell[2])) * STRIDE
-        side_in = math.exp(float(np.clip(cell[3], -2.0, 6.0)))
+        side_in = math.exp(min(max(float(cell[3]), -2.0), 6.0))  # np.clip's value, without its set-up per die
         angle = math.atan2(float(cell[5]), float(cell[4])) / 4.0
         colours, identities = softmax(cell[FACE_CHANNELS]), softmax(cell[IDENTITY_CHANNELS])
         found.append(FoundDie(
@@ -130,13 +137,14 @@ class DieFinder:
         self.net = cv2.dnn.readNetFromONNX(str(model))
         self.threshold = threshold
 
-    def raw(self, image: np.ndarray) -> np.ndarray:
-        """The net's output map for a BGR frame: CxHxW."""
-        self.net.setInput(to_blob(image))
+    def raw(self, image: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
+        """The net's output map for a BGR frame: CxHxW. `half`: as for `to_blob`."""
+        self.net.setInput(to_blob(image, half))
         return self.net.forward()[0]
 
-    def find(self, image: np.ndarray) -> list[FoundDie]:
-        return decode(self.raw(image), (image.shape[1], image.shape[0]), self.threshold)
+    def find(self, image: np.ndarray, half: np.ndarray | None = None) -> list[FoundDie]:
+        """The dice in a BGR frame; `half`: the frame's `tossup.half_size`, if made already."""
+        return decode(self.raw(image, half), (image.shape[1], image.shape[0]), self.threshold)
 
 
 @dataclass(frozen=True)

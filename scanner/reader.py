@@ -16,7 +16,7 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules, complete_tossup
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
-from scanner.tossup import TossUpParams, illuminant, read_tossup, rim_colour
+from scanner.tossup import WORK_WIDTH, TossUpParams, half_size, illuminant, read_tossup, rim_colour
 from scanner.tray import drop_empty_look, keep_in_tray
 
 log = logging.getLogger(__name__)
@@ -95,12 +95,16 @@ class Scanner:
 
     def _read_all(self, image: np.ndarray, tossup: TossUpParams) -> Sequence[DieReading]:
         if self.dice_set == "tossup":
-            readings = read_tossup(image, tossup)
+            # Both readers look at a large frame halved (the same resize): halve it once.
+            half = half_size(image) if image.shape[1] > WORK_WIDTH else None
+            readings = read_tossup(image, tossup, half=half)
             if self.finder is None:
                 return readings
             # The lamp is measured once a frame, and only if the finder adds a die.
             lamp = functools.cache(lambda: illuminant(image))
-            return complete_tossup(readings, self.finder.find(image), self.finder_rules,
+            # A stand-in for the net (a calibration session's, a test's) answers find(image) alone.
+            found = self.finder.find(image, half) if isinstance(self.finder, DieFinder) else self.finder.find(image)
+            return complete_tossup(readings, found, self.finder_rules,
                                    lambda center, side: rim_colour(image, center, side, tossup, lamp()), tossup.max_dice)
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":

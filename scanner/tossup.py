@@ -150,11 +150,12 @@ def _white_mask(balanced: np.ndarray, params: TossUpParams) -> tuple[WhiteMasks,
     high = cv2.max(cv2.max(b, g), r)
     low = cv2.min(cv2.min(b, g), r)
     # neutral: (high - low) < white_saturation * high, in saturating uint8 arithmetic
-    spread = cv2.multiply(cv2.subtract(high, low), 1.0 / params.white_saturation)
+    difference = cv2.subtract(high, low)
+    spread = cv2.multiply(difference, 1.0 / params.white_saturation)
     neutral = cv2.compare(spread, high, cv2.CMP_LT)
     bright = cv2.bitwise_and(neutral, cv2.compare(high, params.white_value * 235, cv2.CMP_GT))
     dim = cv2.bitwise_and(neutral, cv2.compare(high, params.dim_white_value * 235, cv2.CMP_GT))
-    return WhiteMasks(bright, dim), high, cv2.subtract(high, low)
+    return WhiteMasks(bright, dim), high, difference
 
 
 def _balanced(image: np.ndarray, lamp: np.ndarray | None = None) -> np.ndarray:
@@ -303,7 +304,9 @@ def find_insets(image: np.ndarray, params: TossUpParams) -> tuple[list[Inset], W
         if min_side**2 <= cv2.contourArea(contour) <= (12 * min_side) ** 2:
             insets.extend(_hull_insets(white.bright, taken, contour, min_side))
     cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
-    hue = cv2.cvtColor(balanced, cv2.COLOR_BGR2HSV)[:, :, 0]
+    # A plane of its own: OpenCV copies a strided view (the hue of an HSV image) on every call,
+    # and _coloured_insets passes it to four.
+    hue = cv2.extractChannel(cv2.cvtColor(balanced, cv2.COLOR_BGR2HSV), 0)
     insets.extend(_coloured_insets(high, spread, hue, white.bright, taken, min_side))
     # Dice in a wall's shadow: framed by a rim too dim for the first pass.
     cv2.drawContours(taken, [i.contour for i in insets], -1, 255, -1)
@@ -391,13 +394,24 @@ def _classify(hue: float, chroma: float, params: TossUpParams) -> tuple[str, flo
 WORK_WIDTH = 960
 
 
-def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True) -> list[DieReading]:
-    """Every Toss Up die in a BGR frame: its top face, colour and whether it lies cocked."""
+def half_size(image: np.ndarray) -> np.ndarray:
+    """The frame at half its size, as `read_tossup` reads a frame wider than WORK_WIDTH (the die
+    finder's input halves a frame the same way, so one halved frame can serve both)."""
+    return cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
+
+
+def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True,
+                half: np.ndarray | None = None) -> list[DieReading]:
+    """Every Toss Up die in a BGR frame: its top face, colour and whether it lies cocked.
+
+    `half`: the frame's `half_size`, when it was made already (it is used only for a frame
+    wider than WORK_WIDTH, and made here when needed but not given).
+    """
     params = params or TossUpParams()
     scale = 1.0
     if image.shape[1] > WORK_WIDTH:
         scale = 2.0
-        image = cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
+        image = half_size(image) if half is None else half
     insets, white = find_insets(image, params)
     colours = {id(i): read_colour(image, white, i, params) for i in insets}
     # Open insets are weaker evidence (no full rim): keep them only when clearly coloured.
@@ -492,13 +506,21 @@ def rim_colour(image: np.ndarray, center: tuple[float, float], side: float,
     return UNSURE, 0.0
 
 
+def _median(values: list[float]) -> float:
+    """What np.median gives for a short list of numbers (the middle one, or the mean of the two
+    middle ones), without the array set-up that costs more than sorting ten numbers."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
 def _choose_dice(
     insets: list[Inset], colours: dict[int, tuple[str, float, float]], params: TossUpParams,
 ) -> tuple[list[Inset], list[tuple[Inset, Inset | None]]]:
     """(the insets that are dice's tops, each die as its top and second face if one shows)."""
     tops = [i for i in insets if i.aspect >= params.top_aspect]
     # A frame of cocked or cut dice only still has a scale: an inset's long side.
-    typical = float(np.median([i.side for i in tops or insets])) if insets else 0.0
+    typical = _median([i.side for i in tops or insets]) if insets else 0.0
     tops = [i for i in tops if 0.6 * typical <= i.side <= 1.6 * typical]
     # A side face of one die can look square at the edge of the view; keep the larger inset
     # when two lie closer than one die. Framed, lit insets go first: an open or dim one beside
@@ -618,7 +640,7 @@ def _leaning(dice: list[tuple[Inset, Inset | None]], kept: list[Inset], width: i
     """
     aspect = height / width
     framed = [k.area for k in kept if not k.open] or [k.area for k in kept]
-    top_area = float(np.median(framed)) if framed else 0.0
+    top_area = _median(framed) if framed else 0.0
     evidence = {index: _side_vector(top, partner, float(width), top_area)
                 for index, (top, partner) in enumerate(dice) if partner is not None and top in kept}
     prior = _solve_view([], aspect, params)

@@ -12,12 +12,12 @@ import pytest
 
 from scanner.evaluate import Scorecard
 from scanner.finder import (CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, STRIDE, DieFinder, FinderRules, FoundDie, complete_tossup, decode,
-                            input_size)
+                            input_size, to_blob)
 from scanner.finder_training import CANVAS, Example, batches, encode_targets, load_examples, random_transform, relight, sample
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
-from scanner.tossup import rim_colour
+from scanner.tossup import half_size, read_tossup, rim_colour
 from scorekeeper.live_synthetic import draw_tray
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -226,6 +226,17 @@ def test_the_scanner_adds_the_finders_dice_to_the_readers(finder):
     card = Scorecard()
     card.add(photo.image.name, photo.dice, helped)
     assert card.summary()["detection_recall"] > len(alone) / len(photo.dice)
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_a_frame_halved_once_for_both_readers_reads_as_one_halved_by_each(finder, width):
+    photo = next(p for p in photo_labels(FIXTURES / "tossup", "test") if p.image.name == "tossup-s06-r08.jpg")
+    image = cv2.imread(str(photo.image))
+    image = cv2.resize(image, (width, image.shape[0] * width // image.shape[1]), interpolation=cv2.INTER_AREA)
+    half = half_size(image)
+    assert np.array_equal(to_blob(image, half), to_blob(image))
+    assert read_tossup(image, half=half) == read_tossup(image)
+    assert finder.find(image, half) == finder.find(image)
 
 
 def test_a_weak_find_beside_a_die_already_read_is_taken_for_its_side_face():
