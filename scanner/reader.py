@@ -102,9 +102,7 @@ class Scanner:
                 return readings
             # The lamp is measured once a frame, and only if the finder adds a die.
             lamp = functools.cache(lambda: illuminant(image))
-            # A stand-in for the net (a calibration session's, a test's) answers find(image) alone.
-            found = self.finder.find(image, half) if isinstance(self.finder, DieFinder) else self.finder.find(image)
-            return complete_tossup(readings, found, self.finder_rules,
+            return complete_tossup(readings, self.finder.find(image, half), self.finder_rules,
                                    lambda center, side: rim_colour(image, center, side, tossup, lamp()), tossup.max_dice)
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":

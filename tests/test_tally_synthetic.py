@@ -655,7 +655,7 @@ class StubFinder:
     def __init__(self, found):
         self.found = found
 
-    def find(self, image):
+    def find(self, image, half=None):
         return list(self.found)
 
 
@@ -737,7 +737,7 @@ class CountingFinder(StubFinder):
         super().__init__(found)
         self.calls = 0
 
-    def find(self, image):
+    def find(self, image, half=None):
         self.calls += 1
         return super().find(image)
 
