@@ -129,7 +129,9 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         print(f"[{dice_set}] split={split} photos={len(timings)} dice={summary['labelled_dice']}", file=out)
         for key in ("detection_recall", "detection_precision", "face_accuracy", "read_right_of_all", "identity_accuracy",
                     "unsure_rate", "wrong_confident_rate", "cocked_recall"):
-            print(f"  {key:22s} {summary[key] * 100:8.3f} %", file=out)
+            # A rate with nothing to count (identity of Toss Up dice, which are all alike) is "n/a".
+            shown = f"{summary[key] * 100:8.3f} %" if not math.isnan(summary[key]) else f"{'n/a':>8s}"
+            print(f"  {key:22s} {shown}", file=out)
         visible = visible_card.summary()
         summary["detection_recall_half_visible"] = visible["detection_recall"]
         print(f"  {'recall, >=50% visible':22s} {visible['detection_recall'] * 100:8.3f} %"
