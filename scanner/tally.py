@@ -1129,13 +1129,27 @@ def face_patch(image: np.ndarray, quad: np.ndarray, gains: np.ndarray, scale: fl
     The central TEMPLATE_SIDE square holds the central FACE_CROP of the face (`scale` > 1
     magnifies: for a quad found a little too large).
     """
+    return _times_gains(_warped_face(image, quad, scale), gains)
+
+
+def _warped_face(image: np.ndarray, quad: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """face_patch before the gains: the warp alone, in the image's own dtype."""
     half = TEMPLATE_SIDE / FACE_CROP / 2 * scale
     c = PATCH_SIDE / 2
     target = np.float32([(c - half, c - half), (c + half, c - half), (c + half, c + half), (c - half, c + half)])
     matrix = cv2.getPerspectiveTransform(np.float32(quad), target)
-    patch = cv2.warpPerspective(image, matrix, (PATCH_SIDE, PATCH_SIDE), flags=cv2.INTER_LINEAR,
-                                borderMode=cv2.BORDER_REPLICATE)
-    return _times_gains(patch, gains)
+    return cv2.warpPerspective(image, matrix, (PATCH_SIDE, PATCH_SIDE), flags=cv2.INTER_LINEAR,
+                               borderMode=cv2.BORDER_REPLICATE)
+
+
+def _inks_as(warps: Sequence[np.ndarray], gains: np.ndarray, body: np.ndarray, ink: np.ndarray) -> list[np.ndarray]:
+    """[ink_as(_times_gains(w, gains), body, ink) for w in warps], bit for bit, with one call
+    of each per-pixel operation for them all (every pixel's value is its own: the same
+    arithmetic, in one image or in many)."""
+    stack = np.stack(warps)
+    patches = _times_gains(stack.reshape(-1, *stack.shape[2:]), gains)
+    masks = ink_as(patches, body, ink).reshape(stack.shape[:3])
+    return list(masks)
 
 
 def _times_gains(patch: np.ndarray, gains: np.ndarray) -> np.ndarray:
@@ -1678,20 +1692,31 @@ class TallyReader:
             source = shadow_flattened(warped.astype(np.float32) * gains, _ink_sign(self.model, die), self.params)
             source_gains = np.ones(3, np.float32)
 
-        def patch_at(q: np.ndarray) -> np.ndarray:
+        def warp_at(q: np.ndarray) -> np.ndarray:
             if to_source is None:
-                return face_patch(image, q, gains)
+                return _warped_face(image, q)
             moved = cv2.perspectiveTransform(np.float32(q).reshape(-1, 1, 2), to_source).reshape(-1, 2)
-            return face_patch(source, moved, source_gains)
+            return _warped_face(source, moved)
 
-        _, body, ink = ink_of(patch_at(found))
-        inks = [ink_as(patch_at(q), body, ink) for q in tries]
-        best_quad = tries[int(np.argmax(print_scores(inks, die, self.compiled, shifts=False)))].astype(np.float32)
+        _, body, ink = ink_of(_times_gains(warp_at(found), source_gains))
         # Every later look uses the found square's body and ink colours too: measuring them
-        # for each square would cost more than the correlations.
+        # for each square would cost more than the correlations. So a square's ink depends on
+        # the square alone, and one tried again (the best of a look, looked at again with
+        # every shift) is not cut again.
+        cut: dict[bytes, np.ndarray] = {}
+
+        def inks_at(quads: Sequence[np.ndarray]) -> list[np.ndarray]:
+            keys = [np.float32(q).tobytes() for q in quads]
+            new = {key: q for key, q in zip(keys, quads) if key not in cut}
+            if new:
+                cut.update(zip(new, _inks_as([warp_at(q) for q in new.values()], source_gains, body, ink)))
+            return [cut[key] for key in keys]
+
+        inks = inks_at(tries)
+        best_quad = tries[int(np.argmax(print_scores(inks, die, self.compiled, shifts=False)))].astype(np.float32)
 
         def looks(quads: Sequence[np.ndarray]) -> list[float]:
-            return print_scores([ink_as(patch_at(q), body, ink) for q in quads], die, self.compiled)
+            return print_scores(inks_at(quads), die, self.compiled)
 
         best = looks([best_quad])[0]
         # The outline's edges may run off the top face's (a neighbour or a shadow joined the
