@@ -483,6 +483,11 @@ class _Compiled:
     pairs: dict[str, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     #: Per die, the mean template of each circled face (see ring_seen).
     circled: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: Per die, the rows of `templates` that are not in `means` (the same rows as there, bit
+    #: for bit), and where each row of `templates` lies in `means`' rows followed by these:
+    #: a print's products with the mean templates, already taken, are not taken again.
+    rest: dict[str, np.ndarray] = field(default_factory=dict)
+    order: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
@@ -524,7 +529,31 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
         faint[die] = {frozenset(pair) for pair, score in similar.items() if score >= params.faint_close_faces}
         pairs[die] = {(face, other): (first[face].array(), _aligned(first[other].array(), first[face].array()))
                       for (face, other), score in similar.items() if score >= params.pair_similarity}
-    return _Compiled(dice, lut, templates, tight, means, close, faint, pairs, circled)
+    rest: dict[str, np.ndarray] = {}
+    order: dict[str, np.ndarray] = {}
+    for die in templates:
+        # The rows in the order `templates` was built in: the first template of each face
+        # makes `means`' rows (face by face, four turns each), every other one `rest`'s.
+        first = list(_first_templates(model, die).values())
+        _, matrix = templates[die]
+        positions, rest_rows = [], []
+        row = 0
+        for t in model.templates:
+            if t.die != die or t.face not in DIE_FACES[die]:
+                continue
+            mean_at = next((index for index, f in enumerate(first) if f is t), None)
+            for k in range(4):
+                if mean_at is not None:
+                    positions.append(mean_at * 4 + k)
+                else:
+                    positions.append(-1 - len(rest_rows))
+                    rest_rows.append(matrix[row])
+                row += 1
+        mean_rows = len(means[die][1])
+        order[die] = np.array([p if p >= 0 else mean_rows - 1 - p for p in positions], np.intp)
+        rest[die] = np.ascontiguousarray(np.stack(rest_rows) if rest_rows else matrix[:0], np.float32)
+        assert np.array_equal(np.concatenate([means[die][1], rest[die]])[order[die]], matrix)
+    return _Compiled(dice, lut, templates, tight, means, close, faint, pairs, circled, rest, order)
 
 
 def _first_templates(model: TallyModel, die: str) -> dict[str, FaceTemplate]:
@@ -1104,12 +1133,36 @@ def face_patch(image: np.ndarray, quad: np.ndarray, gains: np.ndarray, scale: fl
     The central TEMPLATE_SIDE square holds the central FACE_CROP of the face (`scale` > 1
     magnifies: for a quad found a little too large).
     """
+    return _times_gains(_warped_face(image, quad, scale), gains)
+
+
+def _warped_face(image: np.ndarray, quad: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """face_patch before the gains: the warp alone, in the image's own dtype."""
     half = TEMPLATE_SIDE / FACE_CROP / 2 * scale
     c = PATCH_SIDE / 2
     target = np.float32([(c - half, c - half), (c + half, c - half), (c + half, c + half), (c - half, c + half)])
     matrix = cv2.getPerspectiveTransform(np.float32(quad), target)
-    patch = cv2.warpPerspective(image, matrix, (PATCH_SIDE, PATCH_SIDE), flags=cv2.INTER_LINEAR,
-                                borderMode=cv2.BORDER_REPLICATE)
+    return cv2.warpPerspective(image, matrix, (PATCH_SIDE, PATCH_SIDE), flags=cv2.INTER_LINEAR,
+                               borderMode=cv2.BORDER_REPLICATE)
+
+
+def _inks_as(warps: Sequence[np.ndarray], gains: np.ndarray, body: np.ndarray, ink: np.ndarray) -> list[np.ndarray]:
+    """[ink_as(_times_gains(w, gains), body, ink) for w in warps], bit for bit, with one call
+    of each per-pixel operation for them all (every pixel's value is its own: the same
+    arithmetic, in one image or in many)."""
+    stack = np.stack(warps)
+    patches = _times_gains(stack.reshape(-1, *stack.shape[2:]), gains)
+    masks = ink_as(patches, body, ink).reshape(stack.shape[:3])
+    return list(masks)
+
+
+def _times_gains(patch: np.ndarray, gains: np.ndarray) -> np.ndarray:
+    """patch.astype(np.float32) * gains, bit for bit: cv2.multiply rounds each float32
+    product once, as numpy does, at half its cost on a face patch (this runs for every
+    square looked at). Other dtypes keep numpy's promotion."""
+    if (isinstance(gains, np.ndarray) and gains.dtype == np.float32 and gains.shape == (3,) and patch.ndim == 3
+            and patch.shape[2] == 3 and patch.dtype in (np.uint8, np.float32)):
+        return cv2.multiply(patch, (*gains.tolist(), 0.0), dtype=cv2.CV_32F)
     return patch.astype(np.float32) * gains
 
 
@@ -1125,13 +1178,21 @@ def shifted(ink: np.ndarray) -> np.ndarray:
         padded = np.pad(ink, SHIFT)
         view = np.lib.stride_tricks.sliding_window_view(padded, (PATCH_SIDE, PATCH_SIDE))
         return view.reshape(-1, PATCH_SIDE * PATCH_SIDE)
-    padded = np.zeros((PATCH_SIDE + 2 * SHIFT, PATCH_SIDE + 2 * SHIFT), ink.dtype)
-    padded[SHIFT:-SHIFT, SHIFT:-SHIFT] = ink
-    # Each shift is a window of the padded mask: a strided view, copied once into rows.
-    row, column = padded.strides
+    return _shifted_rows([ink])
+
+
+def _shifted_rows(inks: Sequence[np.ndarray]) -> np.ndarray:
+    """np.concatenate([shifted(ink) for ink in inks]) of PATCH_SIDE ink masks, the same
+    values (in numpy's common dtype of the inks), from one padded stack."""
     count = 2 * SHIFT + 1
-    view = np.lib.stride_tricks.as_strided(padded, (count, count, PATCH_SIDE, PATCH_SIDE), (row, column, row, column))
-    return view.reshape(count * count, PATCH_SIDE * PATCH_SIDE)
+    padded = np.zeros((len(inks), PATCH_SIDE + 2 * SHIFT, PATCH_SIDE + 2 * SHIFT), np.result_type(*inks))
+    padded[:, SHIFT:-SHIFT, SHIFT:-SHIFT] = inks
+    # Each shift is a window of a padded mask: a strided view (np.ndarray on the buffer, not
+    # as_strided: its set-up costs more than the copy here), copied once into rows.
+    ink_step, row, column = padded.strides
+    view = np.ndarray((len(inks), count, count, PATCH_SIDE, PATCH_SIDE), padded.dtype, padded, 0,
+                      (ink_step, row, column, row, column))
+    return view.reshape(len(inks) * count * count, PATCH_SIDE * PATCH_SIDE)
 
 
 def normalised_rows(rows: np.ndarray) -> np.ndarray:
@@ -1293,8 +1354,29 @@ def ink_as(patch: np.ndarray, body: np.ndarray, ink: np.ndarray) -> np.ndarray:
 def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool = True) -> np.ndarray:
     """Per ink (rows) and template row (columns), their best correlation over every shift
     (`shifts` False: centred only)."""
+    return _best_over_shifts(_ink_rows(inks, shifts), matrix)
+
+
+@dataclass(frozen=True)
+class _InkRows:
+    """Ink masks as the rows their template products take (see _ink_rows)."""
+
+    rows: np.ndarray  # float32, per ink its shifts (one row when centred only), each flattened
+    norms: np.ndarray  # per row, its spread (at least 1e-6)
+    inks: int
+
+    def of(self, index: int) -> _InkRows:
+        """The rows of one ink alone: the same values, so the same products."""
+        per = len(self.rows) // self.inks
+        return _InkRows(self.rows[index * per:(index + 1) * per], self.norms[index * per:(index + 1) * per], 1)
+
+
+def _ink_rows(inks: Sequence[np.ndarray], shifts: bool = True) -> _InkRows:
+    """The rows of `inks` for `_best_over_shifts`: made once where several products use them."""
     if not shifts:
         rows = np.stack([i.ravel() for i in inks])
+    elif all(np.shape(i) == (PATCH_SIDE, PATCH_SIDE) for i in inks):
+        rows = _shifted_rows(inks)
     else:
         rows = shifted(inks[0]) if len(inks) == 1 else np.concatenate([shifted(i) for i in inks])
     rows = rows.astype(np.float32, copy=False)
@@ -1304,6 +1386,14 @@ def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool =
     sums = np.vecdot(rows, np.ones(count, np.float32)) if hasattr(np, "vecdot") else rows.sum(axis=1)
     squares = np.vecdot(rows, rows) if hasattr(np, "vecdot") else np.einsum("ij,ij->i", rows, rows)
     norms = np.sqrt(np.maximum(squares - sums * sums / count, 0.0))
+    return _InkRows(rows, np.maximum(norms, 1e-6), len(inks))
+
+
+def _best_over_shifts(ink_rows: _InkRows, matrix: np.ndarray) -> np.ndarray:
+    """Per ink (rows) and template row (columns), their best correlation over the ink's rows.
+    Each (row, template) product is one dot product of its own, so a product's value does
+    not depend on which other rows or templates share the call."""
+    rows = ink_rows.rows
     # Not numpy's matmul: OpenBLAS starts threads for it, which on a busy small machine (a Pi
     # reading a camera, a server with other work) costs ten times the product. One dot
     # product per (row, template) pair (np.vecdot: BLAS's dot, which OpenBLAS never threads
@@ -1313,8 +1403,8 @@ def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool =
         scores = np.vecdot(rows[:, None, :], matrix[None, :, :])
     else:
         scores = np.einsum("ij,kj->ik", rows, matrix)
-    scores /= np.maximum(norms, 1e-6)[:, None]
-    return scores.reshape(len(inks), -1, len(matrix)).max(axis=1)
+    scores /= ink_rows.norms[:, None]
+    return scores.reshape(ink_rows.inks, -1, len(matrix)).max(axis=1)
 
 
 def face_scores(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Compiled,
@@ -1326,11 +1416,30 @@ def face_scores(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Com
         return {}
     faces, matrix = (compiled.means if quick else compiled.templates)[die]
     inks = [ink] if isinstance(ink, np.ndarray) else list(ink)
-    scores = _correlations(inks, matrix).max(axis=0)
+    return _per_face(faces, _correlations(inks, matrix).max(axis=0))
+
+
+def _per_face(faces: Sequence[str], scores: np.ndarray) -> dict[str, float]:
+    """Per face (in the order of `faces`, one per template row), the best of its rows' scores."""
     best: dict[str, float] = {}
     for face, score in zip(faces, scores.tolist()):
         best[face] = max(best.get(face, -1.0), score)
     return best
+
+
+def _face_scores_of(ink_rows: _InkRows, die: str, compiled: _Compiled,
+                    by_mean: np.ndarray | None = None) -> dict[str, float]:
+    """face_scores(ink, die, compiled) of the one ink whose rows `ink_rows` are, bit for bit;
+    `by_mean`: its products with the mean templates (_best_over_shifts' row), when taken
+    already (the rest of the templates' rows are taken here)."""
+    if die not in compiled.templates:
+        return {}
+    faces, matrix = compiled.templates[die]
+    if by_mean is None:
+        return _per_face(faces, _best_over_shifts(ink_rows, matrix)[0])
+    rest = compiled.rest[die]
+    rows = [by_mean, _best_over_shifts(ink_rows, rest)[0]] if len(rest) else [by_mean]
+    return _per_face(faces, np.concatenate(rows)[compiled.order[die]])
 
 
 def print_scores(inks: Sequence[np.ndarray], die: str, compiled: _Compiled, shifts: bool = True) -> list[float]:
@@ -1587,20 +1696,31 @@ class TallyReader:
             source = shadow_flattened(warped.astype(np.float32) * gains, _ink_sign(self.model, die), self.params)
             source_gains = np.ones(3, np.float32)
 
-        def patch_at(q: np.ndarray) -> np.ndarray:
+        def warp_at(q: np.ndarray) -> np.ndarray:
             if to_source is None:
-                return face_patch(image, q, gains)
+                return _warped_face(image, q)
             moved = cv2.perspectiveTransform(np.float32(q).reshape(-1, 1, 2), to_source).reshape(-1, 2)
-            return face_patch(source, moved, source_gains)
+            return _warped_face(source, moved)
 
-        _, body, ink = ink_of(patch_at(found))
-        inks = [ink_as(patch_at(q), body, ink) for q in tries]
-        best_quad = tries[int(np.argmax(print_scores(inks, die, self.compiled, shifts=False)))].astype(np.float32)
+        _, body, ink = ink_of(_times_gains(warp_at(found), source_gains))
         # Every later look uses the found square's body and ink colours too: measuring them
-        # for each square would cost more than the correlations.
+        # for each square would cost more than the correlations. So a square's ink depends on
+        # the square alone, and one tried again (the best of a look, looked at again with
+        # every shift) is not cut again.
+        cut: dict[bytes, np.ndarray] = {}
+
+        def inks_at(quads: Sequence[np.ndarray]) -> list[np.ndarray]:
+            keys = [np.float32(q).tobytes() for q in quads]
+            new = {key: q for key, q in zip(keys, quads) if key not in cut}
+            if new:
+                cut.update(zip(new, _inks_as([warp_at(q) for q in new.values()], source_gains, body, ink)))
+            return [cut[key] for key in keys]
+
+        inks = inks_at(tries)
+        best_quad = tries[int(np.argmax(print_scores(inks, die, self.compiled, shifts=False)))].astype(np.float32)
 
         def looks(quads: Sequence[np.ndarray]) -> list[float]:
-            return print_scores([ink_as(patch_at(q), body, ink) for q in quads], die, self.compiled)
+            return print_scores(inks_at(quads), die, self.compiled)
 
         best = looks([best_quad])[0]
         # The outline's edges may run off the top face's (a neighbour or a shadow joined the
@@ -1798,10 +1918,18 @@ class TallyReader:
             sign = _ink_sign(self.model, die)
             patches = [shadow_flattened(patch, sign, self.params) for patch in patches]
         inks = [ink_of(patch)[0] for patch in patches]
-        # The scale is chosen with the mean templates; every template decides there.
-        chosen = int(np.argmax(print_scores(inks, die, self.compiled)))
+        # The scale is chosen with the mean templates; every template decides there. (As
+        # print_scores and face_scores do, with the chosen ink's rows and its products with
+        # the mean templates taken once.)
+        if die in self.compiled.templates:
+            ink_rows = _ink_rows(inks)
+            by_mean = _best_over_shifts(ink_rows, self.compiled.means[die][1])
+            chosen = int(np.argmax([max(score, -1.0) for score in by_mean.max(axis=1).tolist()]))
+            chosen_rows = ink_rows.of(chosen)
+            scores = _face_scores_of(chosen_rows, die, self.compiled, by_mean[chosen])
+        else:
+            chosen, chosen_rows, scores = 0, None, {}
         ink = inks[chosen]
-        scores = face_scores(ink, die, self.compiled)
         close = self.compiled.close
         unclipped = params = _narrowed(self.params, strictness)
         if clipped > self.params.max_clipped:
@@ -1838,7 +1966,8 @@ class TallyReader:
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):
                 return UNSURE, 0.0, scores  # the print cannot tell which of them it is
-            rival = max(max(face_scores(ink, other, self.compiled).values(), default=-1.0) for other in rivals)
+            rows = chosen_rows if chosen_rows is not None else _ink_rows([ink])
+            rival = max(max(_face_scores_of(rows, other, self.compiled).values(), default=-1.0) for other in rivals)
             if distance_ratio(score, rival) > params.max_ratio:
                 return UNSURE, 0.0, scores
         return face, confidence, scores
