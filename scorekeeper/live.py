@@ -646,12 +646,17 @@ class LiveTable:
             if helped is not None and helped.roll:
                 events, problems = helped.events, []
             elif helped is not None:
-                loaded, problems = self._stand_in_moves(loaded, helped.moves, dice)
+                loaded = self._stand_in_moves(loaded, helped.moves)
                 rematch = self._rematch() if loaded.state()["over"] else None
                 if rematch is not None:
                     # The stand-in's stop ended the game: this throw opens the next one.
                     target, loaded = rematch, self.board.get(rematch)
                     continue
+                # The stand-in ended the round to make room: the throw was the old round's (an
+                # Up Die, bonus dice) and is no roll of the new one. Nobody at the demo's table
+                # would tap it: it is dropped, and the page says so.
+                self._stand_in_dropped(target, dice)
+                return
             if problems or not events:
                 self._set_pending(loaded, reading, problems)
                 return
@@ -675,16 +680,25 @@ class LiveTable:
             return
         self._set_pending(loaded, reading, [Problem("not_now", "the game kept changing while this roll was read")])
 
-    def _stand_in_moves(self, loaded: LoadedGame, moves: Sequence[Mapping[str, Any]],
-                        dice: Sequence[Mapping[str, Any]]) -> tuple[LoadedGame, list[Problem]]:
-        """The stand-in's moves alone (its throw still does not fit): the game after them, and
-        why the throw waits for the host there. A hand entry that got in first keeps its game."""
+    def _stand_in_moves(self, loaded: LoadedGame, moves: Sequence[Mapping[str, Any]]) -> LoadedGame:
+        """The game after the stand-in's moves alone (its throw still fits no roll). A hand
+        entry that got in first keeps its game."""
         try:
-            loaded = self.board.append_all(loaded.record.id, moves, loaded.version)
+            return self.board.append_all(loaded.record.id, moves, loaded.version)
         except (VersionConflict, RuleError) as error:
             log.info("game %s: the stand-in's moves were not made: %s", loaded.record.id, error)
-            loaded = self.board.get(loaded.record.id)
-        return loaded, interpret(loaded.state(), dice).problems
+            return self.board.get(loaded.record.id)
+
+    def _stand_in_dropped(self, game: str, dice: Sequence[Mapping[str, Any]]) -> None:
+        thrown = ", ".join(f"{d.get('die')} {d.get('face')}" for d in dice)
+        log.info("game %s: the stand-in ended the round; the throw (%s) was not scored", game, thrown)
+        with self._lock:
+            self._pending = None
+            self._notice = {"kind": "stand_in", "game": game, "at": _now(),
+                            "message": f"the demo's stand-in host sent everybody OUT for a new round; "
+                                       f"the throw ({thrown}) was not scored"}
+            self._changed += 1
+        self._publish()
 
     def _rematch(self) -> str | None:
         """The demo plays for ever: once its game is over, the same players start another."""

@@ -10,9 +10,9 @@ stop the turn (Toss Up), nobody or everybody goes OUT (Tally Up), the active pla
 Tally Up!. It keeps the first short series of moves after which the throw is a legal roll.
 The clips never throw bonus dice, so a fit that leaves a bonus roll the tray does not show is
 no fit. When nothing fits a Tally Up throw, everybody goes OUT all the same, so that the next
-clip starts a fresh round (the throw itself then waits for the host as usual, until the next
-throw replaces it). A stop that ends the game is made too: the live table then opens the
-rematch with the throw.
+clip starts a fresh round (the live table then drops the throw, an Up Die or bonus dice of the
+round just ended, with a notice). A stop that ends the game is made too: the live table then
+opens the rematch with the throw.
 
 Only the live table uses it, and only with the demo source (LIVE_STAND_IN). Pure: the rules
 engines and `readings.interpret` only, no I/O, no clock.

@@ -367,6 +367,45 @@ def test_the_stand_in_stops_a_turn_when_all_ten_dice_are_thrown_again(tmp_path, 
     assert app.extensions[LIVE_EXTENSION].view(gid)["pending"] is None
 
 
+def _key(image: np.ndarray) -> bytes:
+    return image[::37, ::37].tobytes()
+
+
+def test_the_stand_in_drops_a_throw_of_the_tally_round_it_ended(tmp_path, apps, monkeypatch):
+    from scanner.frames import DieReading
+
+    # A Tally clip: a main roll with a circle (the Up Die is due after a reveal), then an Up Die
+    # asking for three bonus dice that the clip never throws.
+    first = [("blue", "(10)"), ("purple", "star"), ("yellow", "20")]
+    second = [("red", "star"), ("up", "+3")]
+    still = {_key(_image(TEN, 1)): first, _key(_image(OTHER_TEN, 2)): second}
+
+    class Scripted:
+        """A Tally scanner for the drawn trays: the scripted dice on each throw's still frame."""
+
+        def read(self, image):
+            dice = still.get(_key(image), [])
+            y = 300.0 if dice is first else 500.0  # each throw's dice lie elsewhere
+            return [DieReading(center=(300.0 + 150 * i, y), corners=((275.0 + 150 * i, y - 25), (325.0 + 150 * i, y - 25),
+                                                                    (325.0 + 150 * i, y + 25), (275.0 + 150 * i, y + 25)),
+                               die=die, face=face, confidence=0.99, size=50.0)
+                    for i, (die, face) in enumerate(dice)]
+
+    monkeypatch.setattr("scorekeeper.live.load_scanner", lambda dice_set, profile: Scripted())
+    source = ReplaySource(throw(TEN) + throw(OTHER_TEN, seed=2))
+    app, gid = make_app(tmp_path, lambda: source, game="tallyup", LIVE_STAND_IN=True)
+    apps.append(app)
+    live = app.extensions[LIVE_EXTENSION]
+    notice = wait_until(lambda: live.view(gid)["notice"])
+    assert notice and notice["kind"] == "stand_in" and "(red star, up +3) was not scored" in notice["message"]
+    loaded = app.extensions["dicetray"].get(gid)
+    assert [e.event["type"] for e in loaded.events] == ["choose", "roll", "reveal"]
+    assert loaded.events[2].event == {"type": "reveal", "out": ["Ann", "Bob"]}
+    state = loaded.state()
+    assert state["phase"] == "choose" and state["active"] == "Bob" and [p["score"] for p in state["players"]] == [30, 30]
+    assert live.view(gid)["pending"] is None
+
+
 def test_without_the_stand_in_the_second_throw_of_ten_waits_for_the_host(tmp_path, apps):
     source = ReplaySource(throw(TEN) + throw(OTHER_TEN, seed=2))
     app, gid = make_app(tmp_path, lambda: source)  # a camera, not the demo: no stand-in
