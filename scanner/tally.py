@@ -536,6 +536,7 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
         # makes `means`' rows (face by face, four turns each), every other one `rest`'s.
         first = list(_first_templates(model, die).values())
         _, matrix = templates[die]
+        mean_rows = len(means[die][1])
         positions, rest_rows = [], []
         row = 0
         for t in model.templates:
@@ -546,11 +547,10 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
                 if mean_at is not None:
                     positions.append(mean_at * 4 + k)
                 else:
-                    positions.append(-1 - len(rest_rows))
+                    positions.append(mean_rows + len(rest_rows))
                     rest_rows.append(matrix[row])
                 row += 1
-        mean_rows = len(means[die][1])
-        order[die] = np.array([p if p >= 0 else mean_rows - 1 - p for p in positions], np.intp)
+        order[die] = np.array(positions, np.intp)
         rest[die] = np.ascontiguousarray(np.stack(rest_rows) if rest_rows else matrix[:0], np.float32)
         assert np.array_equal(np.concatenate([means[die][1], rest[die]])[order[die]], matrix)
     return _Compiled(dice, lut, templates, tight, means, close, faint, pairs, circled, rest, order)
@@ -2051,10 +2051,11 @@ class TallyReader:
                     # that lie as near (_tie_broken); the face is then read as that die's.
                     chosen, chosen_confidence = self._finder_choice(blob, [die, *rivals], found_by_net(),
                                                                     self.params.clipped_finder_identity)
-                    again = self._read_or_place(image, gains, blob, chosen, typical) if chosen != UNSURE else None
-                    if again is not None and again[0] != UNSURE:
-                        die, die_confidence = chosen, chosen_confidence
-                        face, face_confidence, scores = again
+                    if chosen != UNSURE:
+                        again = self._read_or_place(image, gains, blob, chosen, typical)
+                        if again[0] != UNSURE:
+                            die, die_confidence = chosen, chosen_confidence
+                            face, face_confidence, scores = again
                 if face == UNSURE and self._neutral(die):
                     # A white blob may be a coloured die's white print and glare (a star
                     # fills much of a face): its face's edge shows the die's own colour.
@@ -2131,7 +2132,9 @@ class TallyReader:
         among those they allow."""
         near = [die for die in distances if die in self.compiled.templates and _among_nearest(distances, die, self.params)
                 and not _held_elsewhere(die, distances[die], taken)]
-        return self._finder_choice(blob, near, found, self.finder_rules.sure_identity) if len(near) >= 2 else (UNSURE, 0.0)
+        if len(near) < 2:
+            return UNSURE, 0.0
+        return self._finder_choice(blob, near, found, self.finder_rules.sure_identity)
 
     def _finder_choice(self, blob: Blob, candidates: Sequence[str], found: Sequence[FoundDie],
                        sure: float) -> tuple[str, float]:
