@@ -449,11 +449,13 @@ class LiveTable:
         with self._lock:
             if self._pending is None or self._pending.id != pending_id:
                 return
-            game = self._pending.game_id
+            game, dropped = self._pending.game_id, self._pending
             self._pending = None
             self._changed += 1
             if why:
                 self._notice = {"kind": "pending_dropped", "game": game, "message": f"camera reading {why}", "at": _now()}
+        if why:  # without a reason it was applied: its photo is the roll's in the game's log
+            self._forget_photo(dropped.reading)
         self._publish()
 
     # -- listeners (other threads) -----------------------------------------------
@@ -469,6 +471,12 @@ class LiveTable:
                 self._changed += 1
                 stale = True
         if stale:
+            assert pending is not None
+            # The host's tap applies the reading itself (its events carry the photo) before the
+            # pending slot is cleared; any other change left the photo linked from nowhere.
+            photo = str(pending.reading.get("photo"))
+            if not any(photo in (e.reading_json or "") for e in loaded.events):  # a unique name: no JSON parsed
+                self._forget_photo(pending.reading)
             self._publish()
 
     def _camera_changed(self, status: CameraStatus) -> None:
@@ -655,6 +663,7 @@ class LiveTable:
                 # The stand-in ended the round to make room: the throw was the old round's (an
                 # Up Die, bonus dice) and is no roll of the new one. Nobody at the demo's table
                 # would tap it: it is dropped, and the page says so.
+                self._forget_photo(reading)
                 self._stand_in_dropped(target, dice)
                 return
             if problems or not events:
@@ -676,6 +685,7 @@ class LiveTable:
                 self._pending = None
                 self._notice = None
             if replaced is not None:
+                self._forget_photo(replaced.reading)
                 self._publish()
             return
         self._set_pending(loaded, reading, [Problem("not_now", "the game kept changing while this roll was read")])
@@ -726,11 +736,25 @@ class LiveTable:
                                  tuple(problems), _now())
         self.stats.pending += 1
         with self._lock:
-            self._pending = pending
+            replaced, self._pending = self._pending, pending
             self._notice = None
             self._changed += 1
+        if replaced is not None and replaced.reading.get("photo") != reading.get("photo"):
+            self._forget_photo(replaced.reading)
         log.info("game %s: camera reading needs the host: %s", loaded.record.id, "; ".join(p.message for p in problems))
         self._publish()
+
+    def _forget_photo(self, reading: Mapping[str, Any]) -> None:
+        """Delete the photo of a reading that never became part of a game's log (replaced by a
+        newer throw, dismissed, dropped): nothing links to it, and on a Pi's SD card such photos
+        would pile up evening after evening."""
+        name = reading.get("photo")
+        if not name:
+            return
+        try:
+            (self.photos / str(name)).unlink(missing_ok=True)
+        except OSError as error:
+            log.warning("could not delete the unused roll photo %s: %s", name, error)
 
     def _save_photo(self, image: np.ndarray, game_id: str, version: int, scale: float) -> str:
         """The roll's photo as a JPEG in DATA_DIR/rolls (written atomically); returns its name."""

@@ -173,6 +173,8 @@ def test_a_doubtful_reading_waits_for_the_host_and_a_tap_fixes_it(tmp_path, apps
     assert loaded.version == 1
     assert loaded.events[0].reading["corrected"] is True
     assert live.view(gid)["pending"] is None
+    # Applied, its photo is the roll's in the game log.
+    assert (tmp_path / "data" / "rolls" / loaded.events[0].reading["photo"]).is_file()
     assert client.post(url, json={"action": "dismiss"}, headers=HOST).status_code == 404
 
 
@@ -184,10 +186,13 @@ def test_a_wrong_count_is_pending_and_dismissing_applies_nothing(tmp_path, apps)
     pending = wait_until(lambda: client.get(f"/api/live?game={gid}").get_json()["pending"])
     assert pending and pending["problems"][0]["code"] == "count"
     assert "10 dice in hand but the tray shows 6" in pending["problems"][0]["message"]
+    photo = tmp_path / "data" / "rolls" / pending["reading"]["photo"]
+    assert photo.is_file()
     response = client.post(f"/api/live/pending/{pending['id']}", json={"action": "dismiss"}, headers=HOST)
     assert response.get_json() == {"applied": False}
     assert client.get(f"/api/live?game={gid}").get_json()["pending"] is None
     assert app.extensions["dicetray"].get(gid).version == 0
+    assert not photo.exists()  # a dismissed reading's photo is linked from nowhere
 
 
 def test_a_hand_entry_makes_a_pending_reading_stale(tmp_path, apps):
@@ -195,9 +200,11 @@ def test_a_hand_entry_makes_a_pending_reading_stale(tmp_path, apps):
     app, gid = make_app(tmp_path, lambda: source)
     apps.append(app)
     client = app.test_client()
-    assert wait_until(lambda: client.get(f"/api/live?game={gid}").get_json()["pending"])
+    pending = wait_until(lambda: client.get(f"/api/live?game={gid}").get_json()["pending"])
+    assert pending
     assert send(client, gid, {"type": "roll", "dice": ["yellow"] * 10}).status_code == 200
     assert client.get(f"/api/live?game={gid}").get_json()["pending"] is None
+    assert not (tmp_path / "data" / "rolls" / pending["reading"]["photo"]).exists()
 
 
 def test_bumped_dice_are_a_notice_never_a_roll(tmp_path, apps):
@@ -404,6 +411,8 @@ def test_the_stand_in_drops_a_throw_of_the_tally_round_it_ended(tmp_path, apps, 
     state = loaded.state()
     assert state["phase"] == "choose" and state["active"] == "Bob" and [p["score"] for p in state["players"]] == [30, 30]
     assert live.view(gid)["pending"] is None
+    # Only the scored roll's photo is kept: the dropped throw's is linked from nowhere.
+    assert sorted(p.name for p in (tmp_path / "data" / "rolls").iterdir()) == [loaded.events[1].reading["photo"]]
 
 
 def test_without_the_stand_in_the_second_throw_of_ten_waits_for_the_host(tmp_path, apps):
