@@ -12,6 +12,8 @@ parameters only, the test tables never seen), and per test table as the wizard d
 table itself (its empty tray and its first roll, then the table's other rolls are scored). The
 wizard also measures the table's black level (stray light) on the empty tray, which the
 calibrated scanner takes off before reading; the last row shows the wizard without that step.
+Like the wizard's profile, the calibrated scanners keep the empty-tray photo, and drop readings
+where the frame still looks like it.
 """
 
 from __future__ import annotations
@@ -105,8 +107,9 @@ def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPh
     for level in (black_level(empty) if empty is not None else None, None):
         # The wizard learns by reading as the profile's scanner will: the stray light taken off.
         learned = learn_tossup([(first_image, confirmed)], tray, level=level)
+        # The profile keeps the empty-tray photo too: readings that still look like it are dropped.
         scanners.append(Scanner("tossup", tossup=learned.params, tray=tray, die_size=learned.die_size,
-                                frame_size=learned.frame_size, black_level=level))
+                                frame_size=learned.frame_size, black_level=level, empty_tray=empty))
     return scanners[0], scanners[1], rest
 
 

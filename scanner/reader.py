@@ -62,6 +62,8 @@ class Scanner:
         elif self.finder is None:
             self.finder = DieFinder()
         self._tally_reader: TallyReader | None = None
+        self._empty_tray_cleaned = (None if self.empty_tray is None
+                                    else subtract_black_level(self.empty_tray, self.black_level))
         if self.dice_set != "tallyup" or not self.use_face_net:
             self.face_net = None  # only Tally faces use it ("any" reads no faces)
         elif self.face_net is None:
@@ -71,9 +73,12 @@ class Scanner:
                                              finder_rules=self.finder_rules, face_net=self.face_net)
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
-        readings = self._read_all(subtract_black_level(image, self.black_level), self._tossup_params(image))
+        cleaned = subtract_black_level(image, self.black_level)
+        readings = self._read_all(cleaned, self._tossup_params(image))
         readings = keep_in_tray(readings, self.tray, self.die_size, self.frame_size, image.shape)
-        return drop_empty_look(readings, image, self.empty_tray)
+        # Compared with the stray light off both: it lifts die and tray alike, and so shrinks
+        # their difference relative to the brightness.
+        return drop_empty_look(readings, cleaned, self._empty_tray_cleaned)
 
     def _tossup_params(self, image: np.ndarray) -> TossUpParams:
         """The Toss Up parameters for this frame. With a black level taken off, the white

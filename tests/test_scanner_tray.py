@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import cv2
+import numpy as np
 
 from scanner.evaluate import Scorecard
 from scanner.frames import DieReading
@@ -80,6 +81,19 @@ def test_a_reading_where_the_frame_looks_like_the_empty_tray_is_dropped():
     assert [d.center for d in drop_empty_look(readings, frame, half)] == [(400, 300)]
     assert drop_empty_look(readings, frame, empty[:, :960]) == readings
     assert drop_empty_look(readings, frame, None) == readings
+
+
+def test_the_empty_tray_is_compared_with_the_stray_light_taken_off(monkeypatch):
+    # Coloured room light lifts die and tray alike (here by 150): their difference shrinks
+    # against the brightness, and a die of nearly the tray's colour passed for the tray.
+    empty = np.full((720, 1280, 3), 60 + 150, np.uint8)
+    frame = empty.copy()
+    frame[275:325, 375:425] = 90 + 150
+    monkeypatch.setattr(Scanner, "_read_all", lambda self, image, params: [die(400, 300)])
+    assert drop_empty_look([die(400, 300)], frame, empty) == []
+    lit = Scanner("tossup", black_level=(150.0, 150.0, 150.0), empty_tray=empty, use_finder=False)
+    assert [d.center for d in lit.read(frame)] == [(400, 300)]
+    assert Scanner("tossup", empty_tray=empty, use_finder=False).read(frame) == []
 
 
 def test_a_tally_face_read_for_sure_is_a_die_even_where_the_tray_looked_alike():
