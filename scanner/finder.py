@@ -54,8 +54,9 @@ def input_size(width: int, height: int) -> tuple[int, int]:
 def to_blob(image: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
     """A BGR frame as the net's input: 1x3xHxW float32, RGB order, 0-1.
 
-    `half`: the frame's `tossup.half_size`, when the Toss Up reader made it already: the first
-    halving below is the same resize, and a frame need not be halved twice.
+    `half`: the frame's `tossup.half_size`, when a reader made it already (both readers find
+    their dice on it): the first halving below is the same resize, and a frame need not be
+    halved twice.
     """
     in_w, in_h = input_size(image.shape[1], image.shape[0])
     small = image

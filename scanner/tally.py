@@ -67,7 +67,7 @@ from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet, unit_rows
 from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
-from scanner.tossup import illuminant, order_clockwise
+from scanner.tossup import half_size, illuminant, order_clockwise
 from scorekeeper.rules.dice import STAR, TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
 log = logging.getLogger(__name__)
@@ -461,7 +461,11 @@ def _distances(grid: np.ndarray, model: TallyModel, dice: Sequence[str], floor: 
 def colour_distances(lab: np.ndarray, model: TallyModel, params: TallyParams) -> dict[str, float]:
     """Normalised distance of one Lab colour to every learned body colour."""
     dice = tuple(model.bodies)
-    return dict(zip(dice, _distances(np.float32(lab), model, dice, params.spread_floor).tolist()))
+    # _distances' arithmetic for all dice at once, one row each (this runs for every die read):
+    # the same elementwise steps, and each row's three terms summed in the same order.
+    bodies = np.float32([model.bodies[d].lab for d in dice])
+    spreads = np.maximum(np.float32([model.bodies[d].spread for d in dice]), np.float32(params.spread_floor))
+    return dict(zip(dice, np.sqrt((((np.float32(lab) - bodies) / spreads) ** 2).sum(-1)).tolist()))
 
 
 @dataclass
@@ -488,6 +492,9 @@ class _Compiled:
     #: a print's products with the mean templates, already taken, are not taken again.
     rest: dict[str, np.ndarray] = field(default_factory=dict)
     order: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per die, for scores in `templates`' row order (see _per_face_of): each face once, in
+    #: the order the rows first name it, the rows sorted face by face, and where each starts.
+    by_face: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
@@ -553,7 +560,13 @@ def compile_model(model: TallyModel, params: TallyParams) -> _Compiled:
         order[die] = np.array(positions, np.intp)
         rest[die] = np.ascontiguousarray(np.stack(rest_rows) if rest_rows else matrix[:0], np.float32)
         assert np.array_equal(np.concatenate([means[die][1], rest[die]])[order[die]], matrix)
-    return _Compiled(dice, lut, templates, tight, means, close, faint, pairs, circled, rest, order)
+    by_face: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
+    for die, (faces, _) in templates.items():
+        names = list(dict.fromkeys(faces))
+        counts = Counter(faces)
+        by_face[die] = (names, np.argsort([names.index(f) for f in faces], kind="stable"),
+                        np.cumsum([0] + [counts[name] for name in names[:-1]]))
+    return _Compiled(dice, lut, templates, tight, means, close, faint, pairs, circled, rest, order, by_face)
 
 
 def _first_templates(model: TallyModel, die: str) -> dict[str, FaceTemplate]:
@@ -922,10 +935,14 @@ def _ink_sign(model: TallyModel, die: str) -> int:
 
 
 def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params: TallyParams,
-               gains: np.ndarray) -> list[Blob]:
-    """Candidate top faces per die colour: found at half resolution, measured at full."""
+               gains: np.ndarray, half: np.ndarray | None = None) -> list[Blob]:
+    """Candidate top faces per die colour: found at half resolution, measured at full.
+
+    `half`: the frame's `tossup.half_size`, when made already (the die finder's input starts
+    from the same halved frame).
+    """
     scale = 2
-    small = cv2.resize(image, (image.shape[1] // scale, image.shape[0] // scale), interpolation=cv2.INTER_AREA)
+    small = half_size(image) if half is None else half
     small_index = lut_index(cv2.cvtColor(balanced(small, gains), cv2.COLOR_BGR2LAB))
     labels = np.take(compiled.lut, small_index)
     px = image.shape[1] / 1280.0
@@ -1265,11 +1282,12 @@ def _median(values: np.ndarray) -> np.ndarray:
     rows = np.ascontiguousarray(values.T) if values.ndim == 2 else values.copy()
     count = rows.shape[-1]
     half = count // 2
+    rows.partition(half, axis=-1)
     if count % 2:
-        rows.partition(half, axis=-1)
         return rows[..., half]
-    rows.partition((half - 1, half), axis=-1)
-    return (rows[..., half - 1] + rows[..., half]) / 2
+    # The lower middle one is the largest below the upper: one partition and a max cost less
+    # than partitioning for both (a face patch holds many equal values, which slow each).
+    return (rows[..., :half].max(axis=-1) + rows[..., half]) / 2
 
 
 def _percentile(values: np.ndarray, q: float) -> float:
@@ -1280,8 +1298,9 @@ def _percentile(values: np.ndarray, q: float) -> float:
     low = math.floor(virtual)
     if virtual >= count - 1:
         return float(np.partition(values, count - 1)[count - 1])
-    part = np.partition(values, (low, low + 1))
-    a, b = part[low], part[low + 1]
+    # The next order statistic is the least above `low`'s (as in _median).
+    part = np.partition(values, low)
+    a, b = part[low], part[low + 1:].min()
     gamma = virtual - low
     difference = b - a
     return float(b - difference * (1 - gamma) if gamma >= 0.5 else a + difference * gamma)
@@ -1436,10 +1455,25 @@ def _face_scores_of(ink_rows: _InkRows, die: str, compiled: _Compiled,
         return {}
     faces, matrix = compiled.templates[die]
     if by_mean is None:
-        return _per_face(faces, _best_over_shifts(ink_rows, matrix)[0])
+        return _per_face_of(compiled, die, _best_over_shifts(ink_rows, matrix)[0])
     rest = compiled.rest[die]
     rows = [by_mean, _best_over_shifts(ink_rows, rest)[0]] if len(rest) else [by_mean]
-    return _per_face(faces, np.concatenate(rows)[compiled.order[die]])
+    return _per_face_of(compiled, die, np.concatenate(rows)[compiled.order[die]])
+
+
+def _per_face_of(compiled: _Compiled, die: str, scores: np.ndarray) -> dict[str, float]:
+    """_per_face(compiled.templates[die][0], scores), bit for bit: each face's best by one
+    reduction over its rows (the loop over a hundred-odd rows costs more than the products
+    of a centred cut)."""
+    faces = compiled.templates[die][0]
+    if die not in compiled.by_face:
+        return _per_face(faces, scores)
+    names, rows, starts = compiled.by_face[die]
+    best = np.maximum.reduceat(scores[rows], starts)
+    # Equal scores are one number, but for a zero's sign: of equal ones the loop keeps the first.
+    if not best.all():
+        return _per_face(faces, scores)
+    return dict(zip(names, np.maximum(best, -1.0).tolist()))
 
 
 def print_scores(inks: Sequence[np.ndarray], die: str, compiled: _Compiled, shifts: bool = True) -> list[float]:
@@ -1628,6 +1662,8 @@ class TallyReader:
 
     def __post_init__(self) -> None:
         self.compiled = compile_model(self.model, self.params)
+        #: The params with narrowed margins (see _narrowed), per (params, factor): made once.
+        self._narrowings: dict[tuple[TallyParams, float], TallyParams] = {}
         #: Per die, (its faces that have codes, their codes as rows).
         self._codes: dict[str, tuple[list[str], np.ndarray]] = {}
         if self.face_net is not None and self.model.codes:
@@ -1644,6 +1680,16 @@ class TallyReader:
         readings = [d.reading(self.params) for d in self.read_dice(image, with_faces)]
         readings.sort(key=lambda d: (d.center[1], d.center[0]))
         return readings
+
+    def _narrowed_params(self, factor: float) -> TallyParams:
+        """_narrowed(self.params, factor), each made once (dataclasses.replace costs more than
+        the arithmetic of a face read)."""
+        if factor == 1.0:
+            return self.params
+        key = (self.params, factor)
+        if key not in self._narrowings:
+            self._narrowings[key] = _narrowed(self.params, factor)
+        return self._narrowings[key]
 
     def _neutral(self, die: str) -> bool:
         """Whether the die's body has no hue (white or black)."""
@@ -1931,9 +1977,9 @@ class TallyReader:
             chosen, chosen_rows, scores = 0, None, {}
         ink = inks[chosen]
         close = self.compiled.close
-        unclipped = params = _narrowed(self.params, strictness)
+        unclipped = params = self._narrowed_params(strictness)
         if clipped > self.params.max_clipped:
-            params = _narrowed(self.params, strictness * self.params.clipped_ratio)
+            params = self._narrowed_params(strictness * self.params.clipped_ratio)
             close = self.compiled.faint
         face, confidence, score = decide_face(scores, params, close.get(die, frozenset()))
         bright_white = clipped > params.max_clipped and self._neutral(die)
@@ -1975,15 +2021,17 @@ class TallyReader:
     def read_dice(self, image: np.ndarray, with_faces: bool = True) -> list[DieRead]:
         """Every die found, with its identity, face and the scores behind them."""
         gains = balance_gains(image)
+        # The colour blobs are found on the frame halved, as the finder's input is made from it.
+        half = half_size(image)
         # The finder's dice are looked at only where the colour blobs leave something to do
         # (see below): on most frames every die is found and read without it.
         finder = self.finder
-        found_by_net = functools.cache(lambda: finder.find(image) if finder is not None else [])
+        found_by_net = functools.cache(lambda: finder.find(image, half) if finder is not None else [])
         # A patch of tray or rim in a die's colour carries no print like that die's: the best
         # template of its colour must match at least a little (before choosing one per colour,
         # so such a patch cannot take the real die's place).
         printed = []
-        found = find_blobs(image, self.compiled, self.model, self.params, gains)
+        found = find_blobs(image, self.compiled, self.model, self.params, gains, half)
         patterned = {die for die, count in Counter(b.die for b in found).items()
                      if count >= (self.params.pattern_blobs_neutral if self._neutral(die) else self.params.pattern_blobs)}
         for blob in found:

@@ -131,8 +131,15 @@ def illuminant(image: np.ndarray) -> np.ndarray:
     White rims are the brightest pixels in every channel at once, while a coloured inset is
     bright in only some; a tiny top fraction suffices for a single die and ignores the tray.
     """
-    small = cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_NEAREST)
-    top = max(1.0, small.shape[0] * small.shape[1] * 0.0005)
+    height, width = image.shape[0] // 2, image.shape[1] // 2
+    if image.ndim == 3 and image.shape[2] == 3 and image.shape[0] % 2 == 0 and image.shape[1] % 2 == 0:
+        # A nearest-neighbour halving of an even frame takes every other pixel of every other
+        # row: every other row, read as pixels of twice the channels, holds them in its first
+        # three, so the histograms count the very pixels of the resize without making it.
+        small = image[::2].reshape(height, width, 6)
+    else:
+        small = cv2.resize(image, (width, height), interpolation=cv2.INTER_NEAREST)
+    top = max(1.0, height * width * 0.0005)
     levels = []
     for channel in range(3):
         histogram = cv2.calcHist([small], [channel], None, [256], [0, 256]).ravel()
