@@ -483,10 +483,28 @@ def rim_colour(image: np.ndarray, center: tuple[float, float], side: float,
 
     `center` and `side` are the top face's, in pixels of `image` (a full BGR frame: the lamp's
     white is taken from all of it, unless its `illuminant` is given as `lamp`).
+
+    A die deep in a wall's shadow is lit by the room, not the lamp: its rim is neither white
+    nor neutral against the lamp's white. Where that reading finds no inset, the die's own
+    top face (its brightest pixels, its rim) is the white reference instead.
     """
     params = params or TossUpParams()
-    scale = 2.0 if image.shape[1] > WORK_WIDTH else 1.0
     lamp = illuminant(image) if lamp is None else lamp
+    face, confidence = _read_rim(image, center, side, params, lamp)
+    if face != UNSURE:
+        return face, confidence
+    reach = 0.6 * side  # the top face and a little of what is around it
+    x0, y0 = max(int(center[0] - reach), 0), max(int(center[1] - reach), 0)
+    own = image[y0:max(int(center[1] + reach), y0), x0:max(int(center[0] + reach), x0)]
+    if own.shape[0] < 4 or own.shape[1] < 4:
+        return face, confidence
+    return _read_rim(image, center, side, params, illuminant(own))
+
+
+def _read_rim(image: np.ndarray, center: tuple[float, float], side: float, params: TossUpParams,
+              lamp: np.ndarray) -> tuple[str, float]:
+    """`rim_colour` with the white taken as `lamp`."""
+    scale = 2.0 if image.shape[1] > WORK_WIDTH else 1.0
     x, y, half = center[0] / scale, center[1] / scale, side / scale
     reach = int(1.2 * half) + 4
     x0, y0 = max(int(x) - reach, 0), max(int(y) - reach, 0)

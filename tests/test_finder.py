@@ -197,6 +197,19 @@ def test_rim_colour_reads_a_drawn_die_against_its_own_rim(face, cast):
     assert rim_colour(image, (1279, 719), 48.0) == (UNSURE, 0.0)
 
 
+@pytest.mark.parametrize("face", ["green", "yellow", "red"])
+def test_rim_colour_reads_a_die_deep_in_a_walls_shadow_against_its_own_rim(face):
+    # Beside a die in the lamp's light, one in a shadow that only the bluish room light reaches:
+    # its rim is far below the lamp's white and tinted, so the lamp's white finds no rim there.
+    image = draw_tray([(400, 360, "green", 0.2), (800, 360, face, 0.3)], background=(40, 95, 30))
+    shadow = (slice(250, 470), slice(690, 910))
+    image[shadow] = cv2.transform(image[shadow], np.diag(np.float32([0.16, 0.12, 0.09])))
+    assert rim_colour(image, (400, 360), 48.0)[0] == "green"
+    assert rim_colour(image, (800, 360), 48.0)[0] == face
+    # the shadow alone is no die
+    assert rim_colour(image, (720, 440), 48.0) == (UNSURE, 0.0)
+
+
 @pytest.fixture(scope="module")
 def finder() -> DieFinder:
     return DieFinder()
