@@ -36,6 +36,11 @@ def match(labels: Sequence[LabelledDie], readings: Sequence[DieReading]) -> list
     return result
 
 
+def _at(point: tuple[float, float]) -> str:
+    """A point in a failure's message: pixels to a tenth."""
+    return f"({point[0]:.1f}, {point[1]:.1f})"
+
+
 @dataclass
 class Scorecard:
     """Running totals over many labelled photos."""
@@ -95,7 +100,7 @@ class Scorecard:
                 self.unsure += 1
             else:
                 self.wrong_confident += 1
-                self.failures.append(f"{name}: {label.die} {label.face} read as {reading.die} {reading.face} at {label.center}")
+                self.failures.append(f"{name}: {label.die} {label.face} read as {reading.die} {reading.face} at {_at(label.center)}")
         self._count_off_top(name, labels, readings, pairs)
 
     def _count_off_top(self, name: str, labels: Sequence[LabelledDie], readings: Sequence[DieReading],
@@ -113,12 +118,12 @@ class Scorecard:
                 self.wrong_confident += 1
                 self.wrong_off_top += 1
                 self.failures.append(f"{name}: {label.die} {label.face} read as {reading.die} {reading.face} "
-                                     f"at {reading.center}, off its top face at {label.center}")
+                                     f"at {_at(reading.center)}, off its top face at {_at(label.center)}")
 
     def _count_cocked_scored(self, name: str, label: LabelledDie, reading: DieReading) -> None:
         if not reading.cocked and reading.face not in (None, UNSURE):
             self.cocked_scored += 1
-            self.failures.append(f"{name}: cocked {label.die} read as lying flat, {reading.face}, at {reading.center}")
+            self.failures.append(f"{name}: cocked {label.die} read as lying flat, {reading.face}, at {_at(reading.center)}")
 
     @classmethod
     def merged(cls, cards: Iterable[Scorecard]) -> Scorecard:

@@ -111,7 +111,7 @@ def decode(raw: np.ndarray, frame_size: tuple[int, int], threshold: float) -> li
     peaks = (heat >= threshold) & (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8)))
     sx, sy = width / in_w, height / in_h
     found = []
-    for gy, gx in zip(*np.nonzero(peaks)):
+    for gy, gx in zip(*(index.tolist() for index in np.nonzero(peaks))):  # ints, so centres are floats, not numpy's
         cell = raw[:, gy, gx]
         x_in = (gx + 0.5 + float(cell[1])) * STRIDE
         y_in = (gy + 0.5 + float(cell[2])) * STRIDE

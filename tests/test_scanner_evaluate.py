@@ -79,7 +79,8 @@ def test_a_tally_die_read_off_its_top_face_with_another_face_is_a_confident_mist
 def test_cocked_dice_read_as_lying_flat_are_counted_as_scored():
     labels = [label(100, 100, "red", cocked=True), label(200, 100, "green", cocked=True),
               label(300, 100, "yellow", cocked=True), label(500, 100, "20", die="blue", cocked=True)]
-    readings = [reading(100, 100, "red"), reading(200, 100, "green", cocked=True), reading(300, 100, "unsure"),
+    readings = [reading(np.float64(100.04), np.float32(100), "red"), reading(200, 100, "green", cocked=True),
+                reading(300, 100, "unsure"),
                 reading(530, 100, "50", die="blue")]  # blue read on its side face, as if flat
     card = Scorecard()
     card.add("p", labels, readings)
@@ -87,6 +88,7 @@ def test_cocked_dice_read_as_lying_flat_are_counted_as_scored():
     assert s["cocked_scored"] == 2 and s["cocked_recall"] == 1 / 3 and s["cocked_labelled"] == 4
     assert card.wrong_confident == 0 and s["wrong_off_top"] == 0  # a cocked die has no face to get wrong
     assert sum("read as lying flat" in f for f in card.failures) == 2
+    assert "p: cocked tossup read as lying flat, red, at (100.0, 100.0)" in card.failures  # plain numbers, not numpy's
 
 
 def test_rates_without_data_are_nan_and_percentiles():
