@@ -41,8 +41,10 @@ class TossUpParams:
     #: ...and its saturation (0-1) is below this.
     white_saturation: float = 0.26
     #: In the shadow of a tray wall a rim can fall to a third of that; insets framed only by
-    #: such a dim rim are looked for in a second pass, where the first found nothing.
-    dim_white_value: float = 0.15
+    #: such a dim rim are looked for in a second pass, where the first found nothing. (0.15
+    #: until rims in deep shade on the dev split measured 0.14: 0.11-0.14 read the dev split
+    #: the same and took 3 of 5 false dice off a lean photo's patterned tray.)
+    dim_white_value: float = 0.12
     #: Top-face side divided by the inset's side (median over the dev split's labels).
     face_per_inset: float = 1.21
     #: Smallest inset side in pixels at 1280 px width that we look for.
