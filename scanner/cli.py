@@ -22,6 +22,8 @@ from scanner.sources import SourceFailed, SourceUnavailable, open_source
 log = logging.getLogger(__name__)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+#: The bench lists this many missed, false, unsure and wrong dice (photo by photo), then a count.
+MAX_FAILURES_SHOWN = 60
 
 
 @click.command("scan")
@@ -148,8 +150,10 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         print("  confusion (rows: truth, columns: read):", file=out)
         for line in card.confusion_table().splitlines():
             print("    " + line, file=out)
-        for failure in card.failures[:30]:
+        for failure in card.failures[:MAX_FAILURES_SHOWN]:
             print("  - " + failure, file=out)
+        if len(card.failures) > MAX_FAILURES_SHOWN:
+            print(f"  ... and {len(card.failures) - MAX_FAILURES_SHOWN} more", file=out)
         if perturbed:
             summary["perturbed"] = bench_perturbed(labels, scanner, f"[{dice_set}]", out)
         summary["videos"] = bench_videos(fixtures / "videos", dice_set, scanner, out)

@@ -98,6 +98,9 @@ class Scorecard:
                 self.faces_right += 1
             elif face == UNSURE:
                 self.unsure += 1
+                named = "unnamed" if reading.die in (None, UNSURE) else f"named {reading.die}"
+                self.failures.append(f"{name}: {label.die} {label.face} left unsure ({named}, face {reading.face}) "
+                                     f"at {_at(label.center)}")
             else:
                 self.wrong_confident += 1
                 self.failures.append(f"{name}: {label.die} {label.face} read as {reading.die} {reading.face} at {_at(label.center)}")

@@ -48,6 +48,7 @@ def test_scorecard_counts_every_outcome():
     assert card.confusion[("yellow", "green")] == 1
     assert "yellow" in card.confusion_table()
     assert any("read as tossup green" in f for f in card.failures)
+    assert "photo: tossup red left unsure (named tossup, face unsure) at (200.0, 100.0)" in card.failures
 
 
 def test_identity_counts_for_tally_dice():
@@ -55,6 +56,8 @@ def test_identity_counts_for_tally_dice():
     card.add("p", [label(10, 10, "50", die="red")], [reading(10, 10, "50", die="orange")])
     assert card.summary()["identity_accuracy"] == 0.0
     assert card.summary()["face_accuracy"] == 0.0
+    card.add("q", [label(10, 10, "(10)", die="blue")], [reading(10, 10, "unsure", die="unsure")])
+    assert card.failures[-1] == "q: blue (10) left unsure (unnamed, face unsure) at (10.0, 10.0)"
 
 
 def test_a_tally_die_read_off_its_top_face_with_another_face_is_a_confident_mistake():
