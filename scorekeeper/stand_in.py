@@ -6,10 +6,8 @@ Nobody at the demo's table stops a turn or reveals IN/OUT, so without a stand-in
 already waits for the host (ten dice in the tray, three in hand) and the demo stands still.
 
 When a throw does not fit, the stand-in tries the moves a cautious player would make first:
-stop the turn (Toss Up); at a Tally Up reveal, one player banks (the next in turn after the
-active one, so that the scores part and a game can end), else nobody or everybody goes OUT;
-the active player shouts Tally Up!. It keeps the first short series of moves after which the
-throw is a legal roll.
+stop the turn (Toss Up), nobody or everybody goes OUT (Tally Up), the active player shouts
+Tally Up!. It keeps the first short series of moves after which the throw is a legal roll.
 The clips never throw bonus dice, so a fit that leaves a bonus roll the tray does not show is
 no fit. When nothing fits a Tally Up throw, everybody goes OUT all the same, so that the next
 clip starts a fresh round (the live table then drops the throw, an Up Die or bonus dice of the
@@ -85,21 +83,8 @@ def _host_moves(game: Game) -> list[dict[str, Any]]:
     if "tally_up" in expects:
         return [{"type": "tally_up", "player": state["active"]}]
     if "reveal" in expects:
-        still_in = list(state["in"])
-        banks = [{"type": "reveal", "out": [_next_to_bank(state)]}] if len(still_in) > 1 else []
-        return [*banks, {"type": "reveal", "out": []}, {"type": "reveal", "out": still_in}]
+        return [{"type": "reveal", "out": []}, {"type": "reveal", "out": list(state["in"])}]
     return []
-
-
-def _next_to_bank(state: Mapping[str, Any]) -> str:
-    """The player who banks alone at a reveal: the first one still IN after the active player.
-
-    Were the whole table always to stay IN or go OUT together, every player would bank the same
-    running totals, the scores would stay tied, and a tied lead never ends a game.
-    """
-    names = [player["name"] for player in state["players"]]
-    start = names.index(state["active"])
-    return next(name for name in names[start + 1:] + names[:start + 1] if name in state["in"])
 
 
 def _strands(game: Game, events: Sequence[Mapping[str, Any]], dice: Sequence[Mapping[str, Any]]) -> bool:
