@@ -25,7 +25,7 @@ from scanner.frames import DieReading
 from scanner.labels import LabelledDie
 from scanner.tally import DIE_FACES
 from scanner.reader import Scanner, subtract_black_level
-from scanner.tossup import WORK_WIDTH, TossUpParams, find_insets, order_clockwise, read_colour
+from scanner.tossup import TossUpParams, find_insets, order_clockwise, read_colour, work_frame
 
 log = logging.getLogger(__name__)
 
@@ -397,10 +397,7 @@ _GRID = {
 
 def inset_chroma(image: np.ndarray, dice: Sequence[ConfirmedDie], params: TossUpParams) -> dict[str, list[float]]:
     """Per confirmed colour, how colourful each die's inset is against its own white rim."""
-    scale = 1.0
-    if image.shape[1] > WORK_WIDTH:
-        scale = 2.0
-        image = cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
+    image, scale = work_frame(image)
     loose = dataclasses.replace(params, white_saturation=max(params.white_saturation, 0.3))
     insets, white = find_insets(image, loose)
     found: dict[str, list[float]] = {}

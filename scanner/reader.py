@@ -16,7 +16,7 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules, complete_tossup
 from scanner.frames import DieReading
 from scanner.tally import TallyModel, TallyReader, default_model
-from scanner.tossup import WORK_WIDTH, TossUpParams, half_size, illuminant, read_tossup, rim_colour
+from scanner.tossup import TossUpParams, half_size, illuminant, read_tossup, rim_colour, work_scale
 from scanner.tray import drop_empty_look, keep_in_tray
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class Scanner:
     def _read_all(self, image: np.ndarray, tossup: TossUpParams) -> Sequence[DieReading]:
         if self.dice_set == "tossup":
             # Both readers look at a large frame halved (the same resize): halve it once.
-            half = half_size(image) if image.shape[1] > WORK_WIDTH else None
+            half = half_size(image) if work_scale(image) > 1.0 else None
             readings = read_tossup(image, tossup, half=half)
             if self.finder is None:
                 return readings

@@ -409,6 +409,20 @@ def half_size(image: np.ndarray) -> np.ndarray:
     return cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
 
 
+def work_scale(image: np.ndarray) -> float:
+    """How many times smaller than `image` the frame is that the reader reads (`work_frame`)."""
+    return 2.0 if image.shape[1] > WORK_WIDTH else 1.0
+
+
+def work_frame(image: np.ndarray, half: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """(the frame as the reader reads it, `work_scale`): a frame wider than WORK_WIDTH at half
+    size (`half`: its `half_size`, when made already), any other as it is."""
+    scale = work_scale(image)
+    if scale == 1.0:
+        return image, scale
+    return (half_size(image) if half is None else half), scale
+
+
 def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_faces: bool = True,
                 half: np.ndarray | None = None) -> list[DieReading]:
     """Every Toss Up die in a BGR frame: its top face, colour and whether it lies cocked.
@@ -417,10 +431,7 @@ def read_tossup(image: np.ndarray, params: TossUpParams | None = None, with_face
     wider than WORK_WIDTH, and made here when needed but not given).
     """
     params = params or TossUpParams()
-    scale = 1.0
-    if image.shape[1] > WORK_WIDTH:
-        scale = 2.0
-        image = half_size(image) if half is None else half
+    image, scale = work_frame(image, half)
     insets, white = find_insets(image, params)
     colours = {id(i): read_colour(image, white, i, params) for i in insets}
     # Open insets are weaker evidence (no full rim): keep them only when clearly coloured.
@@ -506,7 +517,7 @@ def rim_colour(image: np.ndarray, center: tuple[float, float], side: float,
 def _read_rim(image: np.ndarray, center: tuple[float, float], side: float, params: TossUpParams,
               lamp: np.ndarray) -> tuple[str, float]:
     """`rim_colour` with the white taken as `lamp`."""
-    scale = 2.0 if image.shape[1] > WORK_WIDTH else 1.0
+    scale = work_scale(image)
     x, y, half = center[0] / scale, center[1] / scale, side / scale
     reach = int(1.2 * half) + 4
     x0, y0 = max(int(x) - reach, 0), max(int(y) - reach, 0)
