@@ -25,7 +25,7 @@ from scanner.frames import DieReading
 from scanner.labels import LabelledDie
 from scanner.tally import DIE_FACES
 from scanner.reader import Scanner, subtract_black_level
-from scanner.tossup import TossUpParams, find_insets, order_clockwise, read_colour, work_frame
+from scanner.tossup import TossUpParams, find_insets, order_clockwise, read_colour, square_around, work_frame
 
 log = logging.getLogger(__name__)
 
@@ -622,10 +622,9 @@ def _missed_in_shade(image: np.ndarray, labels: Sequence[LabelledDie], readings:
     for index, die in enumerate(labels):
         if index in found or die.cocked:
             continue
-        (x, y), reach = die.center, 0.6 * die.size
-        square = image[max(int(y - reach), 0):max(int(y + reach), 0), max(int(x - reach), 0):max(int(x + reach), 0)]
+        square = square_around(image, die.center, 0.6 * die.size)
         if square.size and float(np.percentile(square.max(axis=2), 90)) < DEEP_SHADE * light:
-            places.append(_where(x, y, width, height))
+            places.append(_where(*die.center, width, height))
     return places
 
 

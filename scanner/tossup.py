@@ -409,6 +409,13 @@ def half_size(image: np.ndarray) -> np.ndarray:
     return cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2), interpolation=cv2.INTER_AREA)
 
 
+def square_around(image: np.ndarray, center: tuple[float, float], reach: float) -> np.ndarray:
+    """The part of `image` within `reach` pixels of `center` along both axes (cut by the frame's
+    edges; empty where none of it is in the frame)."""
+    x0, y0 = max(int(center[0] - reach), 0), max(int(center[1] - reach), 0)
+    return image[y0:max(int(center[1] + reach), y0), x0:max(int(center[0] + reach), x0)]
+
+
 def work_scale(image: np.ndarray) -> float:
     """How many times smaller than `image` the frame is that the reader reads (`work_frame`)."""
     return 2.0 if image.shape[1] > WORK_WIDTH else 1.0
@@ -506,9 +513,7 @@ def rim_colour(image: np.ndarray, center: tuple[float, float], side: float,
     face, confidence = _read_rim(image, center, side, params, lamp)
     if face != UNSURE:
         return face, confidence
-    reach = 0.6 * side  # the top face and a little of what is around it
-    x0, y0 = max(int(center[0] - reach), 0), max(int(center[1] - reach), 0)
-    own = image[y0:max(int(center[1] + reach), y0), x0:max(int(center[0] + reach), x0)]
+    own = square_around(image, center, 0.6 * side)  # the top face and a little of what is around it
     if own.shape[0] < 4 or own.shape[1] < 4:
         return face, confidence
     return _read_rim(image, center, side, params, illuminant(own))

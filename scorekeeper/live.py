@@ -474,8 +474,9 @@ class LiveTable:
             assert pending is not None
             # The host's tap applies the reading itself (its events carry the photo) before the
             # pending slot is cleared; any other change left the photo linked from nowhere.
-            photo = str(pending.reading.get("photo"))
-            if not any(photo in (e.reading_json or "") for e in loaded.events):  # a unique name: no JSON parsed
+            photo = pending.reading.get("photo")
+            # A unique name: no JSON parsed.
+            if photo and not any(str(photo) in (e.reading_json or "") for e in loaded.events):
                 self._forget_photo(pending.reading)
             self._publish()
 
