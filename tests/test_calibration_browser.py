@@ -33,6 +33,7 @@ TABLE = "tossup-s01"  # a test-split table: the wizard calibrates on its empty t
 #: The floors of tests/test_scanner_fixtures.py (faces and confident mistakes are literals there).
 FLOORS = {"detection_recall": RECALL_FLOOR, "detection_precision": PRECISION_FLOOR, "face_accuracy": 0.99}
 MAX_WRONG_CONFIDENT = 0.002
+CHECK_MS = 45_000
 
 
 @pytest.fixture
@@ -44,6 +45,25 @@ def wizard(tmp_path: Path) -> Iterator[tuple[BackgroundServer, StillSource, Any]
     yield server, camera, app
     server.stop()
     app.extensions["dicetray"].close()
+
+
+def test_a_check_that_fails_says_why_where_its_verdict_would_be(browser, tmp_path: Path):  # noqa: F811
+    app = create_app({"DATA_DIR": tmp_path / "data", "HOST_TOKEN": TOKEN})  # no camera
+    server = BackgroundServer(app, threads=8).start()
+    tablet = Device(browser, server, "tablet", **TABLET)
+    try:
+        page = tablet.go(f"/calibrate?host={TOKEN}")
+        tablet.expect(page.locator("#cal")).to_have_attribute("data-camera", "no")
+        page.fill("#profilename", "kitchen")
+        page.click("#startcal")
+        page.click("#checkcamera")
+        # The server's own reason (a 409), not the game pages' "someone else got there first".
+        tablet.expect(page.locator("#hints")).to_contain_text("The picture could not be checked: no camera")
+        tablet.expect(page.locator("#toast")).to_contain_text("no camera")
+    finally:
+        tablet.close()
+        server.stop()
+        app.extensions["dicetray"].close()
 
 
 def _correct(page: Any, editor: str, label: LabelledPhoto, expect: Any) -> None:
@@ -111,7 +131,11 @@ def test_the_wizard_walks_all_six_steps_and_the_scanner_reads_with_its_profile(b
         # 1. camera check: the live preview, then a verdict on the picture
         expect(page.locator("section[data-step=camera]")).to_be_visible()
         expect(page.locator("#livepreview")).to_have_attribute("src", "/preview.mjpg")
-        page.click("#checkcamera")
+        # The check waits for two fresh frames and measures one: allow it more than a page
+        # update, and say what the server answered if it failed.
+        with page.expect_response("**/api/calibrate/camera", timeout=CHECK_MS) as checked:
+            page.click("#checkcamera")
+        assert checked.value.ok, (checked.value.status, checked.value.text())
         expect(page.locator("#hints")).to_contain_text("The picture looks good")
         tablet.shot("calibrate-1-camera-tablet")
         page.click("section[data-step=camera] button.next")

@@ -8,7 +8,10 @@
   var SVGNS = "http://www.w3.org/2000/svg";
 
   function $(id) { return document.getElementById(id); }
-  function fail(error) { DT.toast(DT.explain(error), "error"); }
+  // The wizard's 409s say what step is missing (no camera, nothing confirmed yet): show the
+  // server's reason, not the game pages' "someone else got there first".
+  function explain(error) { return error && error.status && error.message ? error.message : DT.explain(error); }
+  function fail(error) { DT.toast(explain(error), "error"); }
 
   function busy(button, promise) {
     button.disabled = true;
@@ -77,7 +80,7 @@
     busy($("startcal"), post("/start", { name: $("profilename").value.trim() })).then(function (data) {
       state = data.session;
       show("camera");
-    }).catch(function (e) { $("starterror").textContent = "⚠ " + DT.explain(e); });
+    }).catch(function (e) { $("starterror").textContent = "⚠ " + explain(e); });
   });
 
   Array.prototype.forEach.call(document.querySelectorAll("button.next"), function (button) {
@@ -87,10 +90,14 @@
   // ---- 1 camera -------------------------------------------------------------------------------
 
   $("checkcamera").addEventListener("click", function () {
+    $("hints").innerHTML = '<li class="muted">Checking the picture…</li>';
     busy($("checkcamera"), post("/camera")).then(function (data) {
       var f = data.framing;
       $("hints").innerHTML = f.hints.length ? f.hints.map(function (h) { return '<li class="warn">⚠ ' + esc(h) + "</li>"; }).join("")
         : '<li class="good">✓ The picture looks good: sharp, light enough, the whole tray in view.</li>';
+    }).catch(function (error) {
+      // The toast fades; the reason stays where the verdict would have been.
+      $("hints").innerHTML = '<li class="warn">⚠ The picture could not be checked: ' + esc(explain(error)) + "</li>";
     });
   });
 
