@@ -60,6 +60,12 @@ def test_a_check_that_fails_says_why_where_its_verdict_would_be(browser, tmp_pat
         # The server's own reason (a 409), not the game pages' "someone else got there first".
         tablet.expect(page.locator("#hints")).to_contain_text("The picture could not be checked: no camera")
         tablet.expect(page.locator("#toast")).to_contain_text("no camera")
+        # Any other step's failure is told in a toast, and is no page error (close() checks).
+        page.click("section[data-step=camera] button.next")
+        page.evaluate("document.getElementById('toast').textContent = ''")
+        page.click("#captureempty")
+        tablet.expect(page.locator("#toast")).to_contain_text("no camera")
+        tablet.expect(page.locator("#captureempty")).to_be_enabled()
     finally:
         tablet.close()
         server.stop()

@@ -11,7 +11,10 @@
   // The wizard's 409s say what step is missing (no camera, nothing confirmed yet): show the
   // server's reason, not the game pages' "someone else got there first".
   function explain(error) { return error && error.status && error.message ? error.message : DT.explain(error); }
-  function fail(error) { DT.toast(explain(error), "error"); }
+  function fail(error) { DT.toast(explain(error), "error"); if (error && typeof error === "object") error.told = true; }
+  // busy() passes a failure on for callers that show it in place; one already told to the user
+  // in a toast is no page error when nobody else handles it.
+  window.addEventListener("unhandledrejection", function (event) { if (event.reason && event.reason.told) event.preventDefault(); });
 
   function busy(button, promise) {
     button.disabled = true;
