@@ -375,3 +375,28 @@ def test_pages_at_both_sizes(browser: Any, server: BackgroundServer) -> None:
     finally:
         phone.close()
         tablet.close()
+
+
+def test_a_stale_version_is_told_as_someone_being_first(browser: Any, server: BackgroundServer) -> None:
+    """Two hosts at one table: the tablet acts on a version another device moved past."""
+    tablet = Device(browser, server, "tablet", **TABLET)
+    try:
+        game_id = _start(tablet, "tossup", ["Ann", "Bob"])
+        table = tablet.page
+        _version(tablet, 0)
+        # The other device's roll lands between the tablet's last update and its tap.
+        def stale(route: Any) -> None:
+            body = json.loads(route.request.post_data or "{}")
+            _post(server, f"/api/games/{game_id}/events", {"event": {"type": "roll", "dice": ["green"] * 10},
+                                                           "version": body["version"]})
+            route.continue_()
+
+        table.route("**/events", stale)
+        table.click("[data-step=green][data-by='1']")
+        table.click("#fillrest")
+        table.click("#enterroll")
+        tablet.expect(table.locator("#toast")).to_contain_text("Someone else got there first")
+        _version(tablet, 1)  # the page reloaded the board that won
+        tablet.expect(table.locator("#turnpoints")).to_contain_text("10")
+    finally:
+        tablet.close()

@@ -57,7 +57,7 @@ def test_a_check_that_fails_says_why_where_its_verdict_would_be(browser, tmp_pat
         page.fill("#profilename", "kitchen")
         page.click("#startcal")
         page.click("#checkcamera")
-        # The server's own reason (a 409), not the game pages' "someone else got there first".
+        # The server's own reason for its 409 (a stale game version is the only other one).
         tablet.expect(page.locator("#hints")).to_contain_text("The picture could not be checked: no camera")
         tablet.expect(page.locator("#toast")).to_contain_text("no camera")
         # Any other step's failure is told in a toast, and is no page error (close() checks).

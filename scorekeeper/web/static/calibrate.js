@@ -8,10 +8,7 @@
   var SVGNS = "http://www.w3.org/2000/svg";
 
   function $(id) { return document.getElementById(id); }
-  // The wizard's 409s say what step is missing (no camera, nothing confirmed yet): show the
-  // server's reason, not the game pages' "someone else got there first".
-  function explain(error) { return error && error.status && error.message ? error.message : DT.explain(error); }
-  function fail(error) { DT.toast(explain(error), "error"); if (error && typeof error === "object") error.told = true; }
+  function fail(error) { DT.toast(DT.explain(error), "error"); if (error && typeof error === "object") error.told = true; }
   // busy() passes a failure on for callers that show it in place; one already told to the user
   // in a toast is no page error when nobody else handles it.
   window.addEventListener("unhandledrejection", function (event) { if (event.reason && event.reason.told) event.preventDefault(); });
@@ -83,7 +80,7 @@
     busy($("startcal"), post("/start", { name: $("profilename").value.trim() })).then(function (data) {
       state = data.session;
       show("camera");
-    }).catch(function (e) { $("starterror").textContent = "⚠ " + explain(e); });
+    }).catch(function (e) { $("starterror").textContent = "⚠ " + DT.explain(e); });
   });
 
   Array.prototype.forEach.call(document.querySelectorAll("button.next"), function (button) {
@@ -100,7 +97,7 @@
         : '<li class="good">✓ The picture looks good: sharp, light enough, the whole tray in view.</li>';
     }).catch(function (error) {
       // The toast fades; the reason stays where the verdict would have been.
-      $("hints").innerHTML = '<li class="warn">⚠ The picture could not be checked: ' + esc(explain(error)) + "</li>";
+      $("hints").innerHTML = '<li class="warn">⚠ The picture could not be checked: ' + esc(DT.explain(error)) + "</li>";
     });
   });
 

@@ -90,7 +90,10 @@ var DT = (function () {
   }
 
   function explain(error) {
-    if (error && error.status === 409) return "Someone else got there first — the board is updated.";
+    // A stale game version (the body names the current one); other 409s say what is missing.
+    if (error && error.status === 409 && error.body && error.body.version !== undefined) {
+      return "Someone else got there first — the board is updated.";
+    }
     if (error && error.message) return error.message;
     return "Could not reach the scoreboard. Is the server running?";
   }
