@@ -11,7 +11,9 @@ Two ways of calibrating are reported: from a few dev-split photos of other table
 parameters only, the test tables never seen), and per test table as the wizard does it on the
 table itself (its empty tray and its first roll, then the table's other rolls are scored). The
 wizard also measures the table's black level (stray light) on the empty tray, which the
-calibrated scanner takes off before reading; the last row shows the wizard without that step.
+calibrated scanner takes off before reading (the last row shows the wizard without that step),
+and on a dim table the light gains its first roll's white rims ask for, by which it brightens
+the pictures after that.
 Like the wizard's profile, the calibrated scanners keep the empty-tray photo, and drop readings
 where the frame still looks like it.
 """
@@ -109,7 +111,8 @@ def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPh
         learned = learn_tossup([(first_image, confirmed)], tray, level=level)
         # The profile keeps the empty-tray photo too: readings that still look like it are dropped.
         scanners.append(Scanner("tossup", tossup=learned.params, tray=tray, die_size=learned.die_size,
-                                frame_size=learned.frame_size, black_level=level, empty_tray=empty))
+                                frame_size=learned.frame_size, black_level=level, empty_tray=empty,
+                                light_gains=learned.gains))
     return scanners[0], scanners[1], rest
 
 

@@ -44,6 +44,9 @@ class Profile:
     #: stray or coloured room light; subtracted before reading, it gives the dice back their
     #: contrast. None = nothing to subtract. (Measured by the calibration wizard, step 2.)
     black_level: tuple[float, float, float] | None = None
+    #: Per channel (B, G, R, 1-4): how much to brighten a dim table's Toss Up pictures after
+    #: the black level (calibration.steps.light_gains, step 4). None = the light is enough.
+    light_gains: tuple[float, float, float] | None = None
     camera: dict[str, Any] = field(default_factory=dict)
     tossup: TossUpParams = field(default_factory=TossUpParams)
     #: The learned look of the user's Tally Up set (`dicetray calibrate teach`); None = built-in.
@@ -54,6 +57,7 @@ class Profile:
         data["tray"] = [list(p) for p in self.tray] if self.tray else None
         data["frame_size"] = list(self.frame_size) if self.frame_size else None
         data["black_level"] = list(self.black_level) if self.black_level else None
+        data["light_gains"] = list(self.light_gains) if self.light_gains else None
         data["tallyup"] = self.tallyup.to_json() if self.tallyup is not None else None
         data["tossup"] = {"params": {k: list(v) if isinstance(v, tuple) else v for k, v in data["tossup"].items()}}
         return data
@@ -65,6 +69,19 @@ def _number(value: Any, where: str, low: float | None = None) -> float:
     if low is not None and value <= low:
         raise ProfileError(f"{where} must be greater than {low}, got {value!r}; {RECALIBRATE}")
     return float(value)
+
+
+def _per_channel(data: Mapping[str, Any], key: str, what: str, low: float, high: float,
+                 source: str) -> tuple[float, float, float] | None:
+    """A field of three numbers (blue, green, red) from `low` to `high`, or null."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 3 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and low <= v <= high for v in value)):
+        raise ProfileError(f"{source}: field '{key}' must be [blue, green, red] {what} from {low} to {high}, or null; "
+                           f"{RECALIBRATE}")
+    return (float(value[0]), float(value[1]), float(value[2]))
 
 
 def profile_from_json(data: Any, source: str = "profile") -> Profile:
@@ -122,19 +139,14 @@ def profile_from_json(data: Any, source: str = "profile") -> Profile:
             raise ProfileError(f"{source}: field {error}; run `dicetray calibrate teach` again") from error
     elif tallyup is not None and not isinstance(tallyup, Mapping):
         raise ProfileError(f"{source}: field 'tallyup' must be an object or null")
-    black = data.get("black_level")
-    if black is not None:
-        if not (isinstance(black, list) and len(black) == 3 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 128 for v in black)):
-            raise ProfileError(f"{source}: field 'black_level' must be [blue, green, red] levels from 0 to 128, or null; "
-                               f"{RECALIBRATE}")
-        black = (float(black[0]), float(black[1]), float(black[2]))
+    black = _per_channel(data, "black_level", "levels", 0, 128, source)
+    gains = _per_channel(data, "light_gains", "gains", 1, 4, source)
     empty = data.get("empty_tray")
     if empty is not None and not isinstance(empty, str):
         raise ProfileError(f"{source}: field 'empty_tray' must be a file name or null")
     return Profile(
         name=name, version=version, created=str(data.get("created", "")), tray=tray, die_size=die_size,
-        frame_size=frame_size, empty_tray=empty, black_level=black, camera=dict(data.get("camera", {})),
+        frame_size=frame_size, empty_tray=empty, black_level=black, light_gains=gains, camera=dict(data.get("camera", {})),
         tossup=dataclasses.replace(defaults, **checked), tallyup=model,
     )
 

@@ -219,7 +219,7 @@ class CalibrationSession:
         # Up also with the white thresholds moved as the scanner moves them).
         if dice_set == "tossup":
             readings = list(Scanner("tossup", tossup=self.tossup_params(), black_level=self._black_level(),
-                                    finder=self.finder()).read(image))
+                                    light_gains=self._light_gains(), finder=self.finder()).read(image))
         else:
             readings = list(self._tally().read(subtract_black_level(image, self._black_level())))
         # Not cut to the tray yet: the tray found in the empty photo may be a little small, and
@@ -294,6 +294,12 @@ class CalibrationSession:
         """This table's stray light once its empty tray is captured, else the base profile's."""
         return self.black_level if self.empty_id else self.base.black_level
 
+    def _light_gains(self) -> tuple[float, float, float] | None:
+        """What this table's confirmed Toss Up rolls measured, else the base profile's."""
+        with self._lock:
+            learned = self.learned
+        return learned.gains if learned is not None else self.base.light_gains
+
     def _learn_tossup(self) -> TossUpLearned:
         shots = self._confirmed("tossup")
         rolls = [(s.image(), s.confirmed or ()) for s in shots]
@@ -348,7 +354,7 @@ class CalibrationSession:
             die_size=learned.die_size if learned else self.base.die_size,
             frame_size=learned.frame_size if learned else frame or self.base.frame_size,
             empty_tray=f"{self.name}-empty.jpg" if self.empty_id else self.base.empty_tray,
-            black_level=self._black_level(),
+            black_level=self._black_level(), light_gains=learned.gains if learned else self.base.light_gains,
             camera=camera, tossup=learned.params if learned else self.base.tossup,
             tallyup=self.tally_model or self.base.tallyup,
         )
@@ -362,7 +368,7 @@ class CalibrationSession:
         profile = self.profile()
         return Scanner(dice_set=dice_set, tossup=profile.tossup, tally=profile.tallyup, tray=profile.tray,
                        die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level,
-                       empty_tray=empty if empty is not None else self._empty_image(), finder=self.finder(),
+                       light_gains=profile.light_gains, empty_tray=empty if empty is not None else self._empty_image(), finder=self.finder(),
                        face_net=self.face_net())
 
     def run_check(self) -> dict[str, Any]:

@@ -24,8 +24,8 @@ from scanner.evaluate import Scorecard, match
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie
 from scanner.tally import DIE_FACES
-from scanner.reader import Scanner, subtract_black_level
-from scanner.tossup import TossUpParams, find_insets, order_clockwise, read_colour, square_around, work_frame
+from scanner.reader import Scanner, brightened, subtract_black_level
+from scanner.tossup import TossUpParams, find_insets, illuminant, order_clockwise, read_colour, square_around, work_frame
 
 log = logging.getLogger(__name__)
 
@@ -377,9 +377,11 @@ class TossUpLearned:
     found: int  # confirmed dice the learned reader finds (in the tray, right face)
     confirmed: int
     false: int  # readings that are no confirmed die
+    gains: tuple[float, float, float] | None = None  # see light_gains
 
     def to_json(self) -> dict[str, Any]:
         return {"die_size": round(self.die_size, 1), "frame_size": list(self.frame_size),
+                "light_gains": [round(g, 3) for g in self.gains] if self.gains else None,
                 "chroma": {k: round(v, 3) for k, v in self.chroma.items()}, "found": self.found,
                 "confirmed": self.confirmed, "false": self.false,
                 "params": {k: getattr(self.params, k) for k in SEARCHED}}
@@ -393,6 +395,32 @@ _GRID = {
     "inset_chroma": (0.4, 0.34, 0.28),
     "min_chroma": (0.22, 0.18),
 }
+
+
+#: A lamp whose white (the brightest channel of the rims) is below this grey level leaves the
+#: picture dark: an exposure too short for the light. The renders' lamps measure 240-255 on
+#: the first roll of every table; half of a warm lamp's light measures 170 or less.
+DIM_LAMP = 215.0
+#: ...and the light gains bring that white to this level, each channel by at most MAX_GAIN.
+LAMP_TARGET = 250.0
+MAX_GAIN = 4.0
+
+
+def light_gains(images: Sequence[np.ndarray]) -> tuple[float, float, float] | None:
+    """Per channel, how much to brighten a dim table's pictures (None: the light is enough).
+
+    Measured on roll photos (the dice's white rims are the brightest surfaces in them), with
+    the black level already off. A fixed camera under a dim or coloured lamp gives dark,
+    tinted pictures; the white-rim balance takes the tint out of each die's colour, but the
+    die finder and the rims in a wall's shadow see the picture itself.
+    """
+    if not images:
+        return None
+    lamp = np.median([illuminant(image) for image in images], axis=0)
+    if float(np.max(lamp)) >= DIM_LAMP:
+        return None
+    gains = np.clip(LAMP_TARGET / lamp, 1.0, MAX_GAIN)
+    return (round(float(gains[0]), 3), round(float(gains[1]), 3), round(float(gains[2]), 3))
 
 
 def inset_chroma(image: np.ndarray, dice: Sequence[ConfirmedDie], params: TossUpParams) -> dict[str, list[float]]:
@@ -415,11 +443,13 @@ def inset_chroma(image: np.ndarray, dice: Sequence[ConfirmedDie], params: TossUp
 
 def _score(params: TossUpParams, rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
            tray: Quad | None, die_size: float | None, frame_size: tuple[int, int] | None,
-           level: tuple[float, float, float] | None = None) -> tuple[int, int, int]:
+           level: tuple[float, float, float] | None = None,
+           gains: tuple[float, float, float] | None = None) -> tuple[int, int, int]:
     """(right, wrong, false) against the confirmed dice of the scanner that a profile with
-    `params` and the black level `level` gives (it takes the level off and moves its white
-    thresholds with it)."""
-    scanner = Scanner("tossup", tossup=params, tray=tray, die_size=die_size, frame_size=frame_size, black_level=level)
+    `params`, the black level `level` and the light gains `gains` gives (it takes the level
+    off and moves its white thresholds with it)."""
+    scanner = Scanner("tossup", tossup=params, tray=tray, die_size=die_size, frame_size=frame_size, black_level=level,
+                      light_gains=gains)
     right = wrong = false = 0
     for image, dice in rolls:
         readings = scanner.read(image)
@@ -451,9 +481,10 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     frame_size = (int(image0.shape[1]), int(image0.shape[0]))
     sizes = [d.size for d in dice]
     die_size = float(np.median(sizes))
+    gains = light_gains([subtract_black_level(image, level) for image, ds in rolls if ds])
     chroma_by_face: dict[str, list[float]] = {}
     for image, ds in rolls:
-        for face, values in inset_chroma(subtract_black_level(image, level), ds, base).items():
+        for face, values in inset_chroma(brightened(subtract_black_level(image, level), gains), ds, base).items():
             chroma_by_face.setdefault(face, []).extend(values)
     chroma = {face: float(np.median(v)) for face, v in chroma_by_face.items()}
     palest = min((min(v) for v in chroma_by_face.values()), default=base.inset_chroma / 0.8)
@@ -468,7 +499,7 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     candidates.sort(key=lambda c: c[0])
     best: tuple[int, TossUpParams, tuple[int, int, int]] | None = None
     for _, params in candidates:
-        right, wrong, false = _score(params, rolls, tray, die_size, frame_size, level)
+        right, wrong, false = _score(params, rolls, tray, die_size, frame_size, level, gains)
         value = right - 3 * wrong - 2 * false
         if best is None or value > best[0]:
             best = (value, params, (right, wrong, false))
@@ -476,7 +507,7 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     right, _, false = best[2]
     log.info("Toss Up calibration: %s of %s confirmed dice found, %s extra, params %s",
              right, len(dice), false, {k: getattr(best[1], k) for k in SEARCHED})
-    return TossUpLearned(best[1], die_size, frame_size, chroma, right, len(dice), false)
+    return TossUpLearned(best[1], die_size, frame_size, chroma, right, len(dice), false, gains)
 
 
 # -- step 5: Tally Dice coverage -------------------------------------------------------------

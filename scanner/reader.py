@@ -44,6 +44,10 @@ class Scanner:
     #: From a calibration profile: the photo of the empty tray (BGR), taken with this camera
     #: and lamp; readings where a frame still looks like it are the tray, not dice.
     empty_tray: np.ndarray | None = field(default=None, repr=False)
+    #: From a calibration profile: per channel (B, G, R), how much to brighten this table's
+    #: Toss Up pictures (after the black level) so that a dim lamp's white comes near full
+    #: scale, as a camera's own exposure would. None = as they come.
+    light_gains: tuple[float, float, float] | None = None
     #: The learned die finder that adds the dice the hand-written readers missed; None = the
     #: built-in net (scanner/data/finder.onnx), unless use_finder is off. Not used with "any".
     finder: DieFinder | None = field(default=None, repr=False)
@@ -62,8 +66,7 @@ class Scanner:
         elif self.finder is None:
             self.finder = DieFinder()
         self._tally_reader: TallyReader | None = None
-        self._empty_tray_cleaned = (None if self.empty_tray is None
-                                    else subtract_black_level(self.empty_tray, self.black_level))
+        self._empty_tray_cleaned = None if self.empty_tray is None else self._cleaned(self.empty_tray)
         if self.dice_set != "tallyup" or not self.use_face_net:
             self.face_net = None  # only Tally faces use it ("any" reads no faces)
         elif self.face_net is None:
@@ -72,8 +75,13 @@ class Scanner:
             self._tally_reader = TallyReader(self.tally or default_model(), finder=self.finder,
                                              finder_rules=self.finder_rules, face_net=self.face_net)
 
-    def read(self, image: np.ndarray) -> Sequence[DieReading]:
+    def _cleaned(self, image: np.ndarray) -> np.ndarray:
         cleaned = subtract_black_level(image, self.black_level)
+        # The Tally reader learns its look from the user's own photos as they come (teaching).
+        return brightened(cleaned, self.light_gains) if self.dice_set == "tossup" else cleaned
+
+    def read(self, image: np.ndarray) -> Sequence[DieReading]:
+        cleaned = self._cleaned(image)
         readings = self._read_all(cleaned, self._tossup_params(image))
         readings = keep_in_tray(readings, self.tray, self.die_size, self.frame_size, image.shape)
         # Compared with the stray light off both: it lifts die and tray alike, and so shrinks
@@ -132,6 +140,17 @@ def subtract_black_level(image: np.ndarray, level: Sequence[float] | None) -> np
     return cv2.subtract(image, (float(level[0]), float(level[1]), float(level[2]), 0.0))
 
 
+def brightened(image: np.ndarray, gains: Sequence[float] | None) -> np.ndarray:
+    """The picture with each channel (B, G, R) multiplied by a profile's light gains (unchanged without).
+
+    A dim lamp leaves a fixed camera's picture dark and tinted: the white rims balance the
+    tint out per frame, but the finder net and the shadows' contrast need the light itself.
+    """
+    if gains is None:
+        return image
+    return cv2.transform(image, np.diag(np.asarray(gains, np.float32)))
+
+
 def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     """A scanner for `dice_set`, tuned by a calibration profile when one is given.
 
@@ -150,5 +169,5 @@ def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     return Scanner(
         dice_set=dice_set, tossup=profile.tossup, profile=profile.to_json(), tally=profile.tallyup,
         tray=profile.tray, die_size=profile.die_size, frame_size=profile.frame_size,
-        black_level=profile.black_level, empty_tray=empty,
+        black_level=profile.black_level, empty_tray=empty, light_gains=profile.light_gains,
     )

@@ -14,11 +14,12 @@ from scanner.tossup import TossUpParams
 def test_round_trip_and_the_scanner_uses_it(tmp_path):
     profile = Profile(
         name="kitchen", tray=((10, 10), (1200, 12), (1190, 700), (12, 690)), die_size=48.5,
-        frame_size=(1280, 720), tossup=TossUpParams(white_value=0.5),
+        frame_size=(1280, 720), tossup=TossUpParams(white_value=0.5), light_gains=(2.5, 1.75, 1.25),
     )
     path = save_profile(profile, tmp_path / "profiles" / "kitchen.json")
     assert load_profile(path) == profile
     assert load_scanner("tossup", path).tossup.white_value == 0.5
+    assert load_scanner("tossup", path).light_gains == (2.5, 1.75, 1.25)
     assert not list(path.parent.glob(".*.tmp"))
 
 
@@ -35,6 +36,8 @@ def test_round_trip_and_the_scanner_uses_it(tmp_path):
         ({"tossup": {"params": {"green_band": [1]}}}, "green_band"),
         ({"camera": []}, "'camera' must be an object"),
         ({"empty_tray": 5}, "'empty_tray'"),
+        ({"light_gains": [2.0, 0.5, 1.0]}, "'light_gains' must be .* from 1 to 4"),
+        ({"light_gains": [2.0, 1.0]}, "'light_gains'"),
     ],
 )
 def test_bad_fields_are_named(tmp_path, change, message):

@@ -19,12 +19,12 @@ import pytest
 from calibration.bench import LOOKS, Look
 from calibration.profile import Profile, save_profile
 from calibration.steps import (
-    MIN_DIE_SIZE, black_level, check, check_quad, confirmed_from_labels, find_tray, framing, grow_tray, learn_tossup,
-    tally_coverage,
+    LAMP_TARGET, MIN_DIE_SIZE, black_level, check, check_quad, confirmed_from_labels, find_tray, framing, grow_tray,
+    learn_tossup, light_gains, tally_coverage,
 )
 from fixtures.studio.plan import STILL_SIZE, draw_setup
 from scanner.evaluate import match
-from scanner.labels import LabelledPhoto, photo_labels
+from scanner.labels import LabelledPhoto, load_photo_label, photo_labels
 from scanner.reader import Scanner, load_scanner, subtract_black_level
 from scanner.tossup import TossUpParams, order_clockwise, read_tossup
 
@@ -249,6 +249,30 @@ def test_learning_under_a_changed_look_finds_at_least_what_the_defaults_find():
     default_right = sum(read_tossup(image)[ri].face == labels[li].face for li, ri in match(labels, read_tossup(image)))
     assert learned.found >= default_right
     assert learned.params != TossUpParams() or learned.found == len(confirmed)
+
+
+def test_a_dim_lamp_is_brightened_back_and_the_dice_it_hid_are_found():
+    """Half of a warm lamp's light on a fixed camera: the first roll measures how much to
+    brighten each channel, and the table's later rolls read as in full light (dev table s17)."""
+    look = LOOKS[1]  # warm cast, half the light
+    first, later = (load_photo_label(FIXTURES / "tossup" / f"tossup-s17-{roll}.json") for roll in ("r00", "r04"))
+    assert light_gains([_photo(first.image)]) is None  # the renders' own light is enough
+    learned = learn_tossup([(look.apply(_photo(first.image)), confirmed_from_labels(first.dice))])
+    assert learned.gains is not None
+    blue, green, red = learned.gains
+    assert blue > green > red >= 1.0  # the warm lamp's blue is the dimmest channel
+    assert green == pytest.approx(LAMP_TARGET / (0.5 * 255), rel=0.1)
+    image = look.apply(_photo(later.image))
+    labels = [d for d in later.dice if not d.cocked]
+
+    def right(scanner: Scanner) -> int:
+        readings = scanner.read(image)
+        return sum(readings[ri].face == labels[li].face for li, ri in match(labels, readings))
+
+    dark = Scanner("tossup", tossup=learned.params)
+    lit = Scanner("tossup", tossup=learned.params, light_gains=learned.gains)
+    assert right(dark) < len(labels) == right(lit)
+    assert len(lit.read(image)) == len(labels)
 
 
 def test_learning_needs_confirmed_dice():

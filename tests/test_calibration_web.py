@@ -14,13 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+import cv2
 import pytest
 from click.testing import CliRunner
 
+from calibration.bench import LOOKS
 from calibration.library import ProfileLibrary
 from calibration.profile import Profile, load_profile
 from calibration.replay import StillSource
 from scanner.labels import load_photo_label
+from scanner.reader import load_scanner
 from scorekeeper.cli import main
 from scorekeeper.web import create_app
 from scorekeeper.web.app import LIVE_EXTENSION
@@ -112,6 +115,26 @@ def test_the_wizard_end_to_end_saves_an_active_profile_the_live_table_uses(wizar
     assert wizard.extensions[LIVE_EXTENSION].config.profile == library.path_of("kitchen")
     listed = client.get("/api/calibrate/profiles", headers=HOST).get_json()
     assert listed["active"] == "kitchen" and listed["profiles"][0]["ok"]
+
+
+def test_a_dim_table_is_brightened_by_its_saved_profile(wizard, camera):
+    """Half of a warm lamp's light: the first confirmed roll measures the light gains, the
+    saved profile keeps them and the scanner it gives brightens its pictures by them."""
+    look = LOOKS[1]
+    client = wizard.test_client()
+    _post(client, "/start", {"name": "evening"})
+    camera.show(look.apply(cv2.imread(str(FIXTURES / "tossup" / f"{TABLE}-empty.jpg"))))
+    assert _post(client, "/empty").get_json()["found"]
+    roll_path = FIXTURES / "tossup" / f"{TABLE}-r00.json"
+    camera.show(look.apply(cv2.imread(str(roll_path.with_suffix(".jpg")))))
+    shot = _post(client, "/roll", {"dice": "tossup"}).get_json()["shot"]
+    learned = _post(client, "/confirm", {"shot": shot["id"], "dice": _confirmed(roll_path)}).get_json()["learned"]
+    gains = learned["light_gains"]
+    assert gains is not None and gains[0] > gains[1] > gains[2] >= 1.0
+    assert _post(client, "/check").status_code == 200
+    assert _post(client, "/save", {"activate": True}).get_json()["saved"] == "evening"
+    path = ProfileLibrary(wizard.config["DATA_DIR"]).path_of("evening")
+    assert load_scanner("tossup", path).light_gains == pytest.approx(tuple(gains), abs=1e-3)
 
 
 def test_a_controllable_camera_is_locked_on_request(tmp_path: Path):

@@ -291,7 +291,9 @@
     var l = data.learned;
     $("tossuplearned").innerHTML = "✓ Learned from " + esc(l.confirmed) + " dice: a die is " + esc(l.die_size) +
       " px wide; the calibrated reader finds " + esc(l.found) + " of them" + (l.false ? " and " + esc(l.false) + " extra" : "") +
-      ". Roll again to add another roll, or go on.";
+      "." + (l.light_gains ? " The light is dim for the camera: pictures are brightened up to " +
+        esc(Math.max.apply(null, l.light_gains).toFixed(1)) + "× (a brighter lamp reads better still)." : "") +
+      " Roll again to add another roll, or go on.";
   });
   editors.tallyup = new Editor("tallyup", $("tallyeditor"), function (data) { renderCoverage(data.coverage); });
   wire(editors.tossup);
