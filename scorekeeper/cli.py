@@ -89,9 +89,14 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     except ConfigError as error:
         raise click.ClickException(str(error)) from error
     board = app.extensions[EXTENSION]
+    try:
+        server = create_server(app, host=host, port=port, threads=threads, ident="dicetray")
+    except OSError as error:
+        board.close()  # the camera thread is running already
+        raise click.ClickException(f"cannot listen on {host}:{port} ({error.strerror or error}): is dicetray serve "
+                                   "already running? Stop it, or choose another --port") from error
     if demo:
         _demo_game(board)
-    server = create_server(app, host=host, port=port, threads=threads, ident="dicetray")
     actual_port = server.effective_port  # type: ignore[union-attr]
     shown = lan_address() if host in ("0.0.0.0", "", "::") else host
     base = f"http://{shown}:{actual_port}"

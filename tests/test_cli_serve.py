@@ -74,3 +74,22 @@ def test_bench_percentiles():
     assert _percentile([], 95) != _percentile([], 95)  # NaN
     empty = BenchResult(1, 0, [], [], True)
     assert empty.median_ms != empty.median_ms and empty.post_median_ms != empty.post_median_ms
+
+
+def test_a_port_in_use_is_told_plainly_and_starts_no_demo_game(tmp_path: Path):
+    import socket
+
+    from scorekeeper.store import GameStore
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # A process of its own: waitress leaves its half-made server's files to the collector.
+        result = subprocess.run(
+            [sys.executable, "-m", "scorekeeper.cli", "serve", "--demo", "--host", "127.0.0.1", "--port", str(port),
+             "--data", str(tmp_path / "data")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "already running" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert GameStore(tmp_path / "data" / "games.sqlite3").list_games() == []
