@@ -471,7 +471,8 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     The palest confirmed inset sets how colourful an inset must be (with a margin), then a small
     grid of white-rim thresholds is tried, nearest the defaults first; the first that finds the
     most confirmed dice with no wrong face and no extra die wins, read as the profile's scanner
-    will read them (with the black level `level` taken off). Raises ValueError without dice.
+    will read them (with the black level `level` taken off, then brightened by the light gains
+    the rolls ask for, see `light_gains`). Raises ValueError without dice.
     """
     base = base or TossUpParams()
     dice = [d for _, ds in rolls for d in ds if d.die == "tossup"]
@@ -481,7 +482,10 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     frame_size = (int(image0.shape[1]), int(image0.shape[0]))
     sizes = [d.size for d in dice]
     die_size = float(np.median(sizes))
-    gains = light_gains([subtract_black_level(image, level) for image, ds in rolls if ds])
+    # Only with the stray light known (step 2): brightening a picture with a room light's tint
+    # still in it strengthens the tint (bench calibration's row without the black level, under
+    # the bluish room light: a die read confidently wrong).
+    gains = None if level is None else light_gains([subtract_black_level(image, level) for image, ds in rolls if ds])
     chroma_by_face: dict[str, list[float]] = {}
     for image, ds in rolls:
         for face, values in inset_chroma(brightened(subtract_black_level(image, level), gains), ds, base).items():

@@ -257,7 +257,9 @@ def test_a_dim_lamp_is_brightened_back_and_the_dice_it_hid_are_found():
     look = LOOKS[1]  # warm cast, half the light
     first, later = (load_photo_label(FIXTURES / "tossup" / f"tossup-s17-{roll}.json") for roll in ("r00", "r04"))
     assert light_gains([_photo(first.image)]) is None  # the renders' own light is enough
-    learned = learn_tossup([(look.apply(_photo(first.image)), confirmed_from_labels(first.dice))])
+    roll = [(look.apply(_photo(first.image)), confirmed_from_labels(first.dice))]
+    assert learn_tossup(roll).gains is None  # the stray light is not measured yet (no empty tray)
+    learned = learn_tossup(roll, level=(0.0, 0.0, 0.0))
     assert learned.gains is not None
     blue, green, red = learned.gains
     assert blue > green > red >= 1.0  # the warm lamp's blue is the dimmest channel
