@@ -228,7 +228,7 @@ def test_calibrate_list_use_and_check_by_name(tmp_path: Path):
     assert empty.exit_code == 0 and "no profiles" in empty.output
     library = ProfileLibrary(tmp_path)
     library.save(Profile(name="day"))
-    library.save(Profile(name="night"))
+    library.save(Profile(name="night", light_gains=(2.8, 1.96, 1.45)))
     used = runner.invoke(main, ["calibrate", "use", "night", "--data", data])
     assert used.exit_code == 0 and "active profile: night" in used.output
     listed = runner.invoke(main, ["calibrate", "list", "--data", data])
@@ -240,7 +240,8 @@ def test_calibrate_list_use_and_check_by_name(tmp_path: Path):
     library.path_of("day").write_text(json.dumps(raw))
     checked = runner.invoke(main, ["calibrate", "check", "day", "--data", data])
     assert checked.exit_code == 1 and "field 'version' is 0" in checked.output and "Traceback" not in checked.output
-    assert runner.invoke(main, ["calibrate", "check", "night", "--data", data]).exit_code == 0
+    night = runner.invoke(main, ["calibrate", "check", "night", "--data", data])
+    assert night.exit_code == 0 and "dim light: Toss Up pictures brightened x2.8/2.0/1.4 (blue/green/red)" in night.output
 
 
 def test_serve_reads_with_the_active_profile(tmp_path: Path):
