@@ -146,8 +146,8 @@ def profile_from_json(data: Any, source: str = "profile") -> Profile:
         raise ProfileError(f"{source}: field 'empty_tray' must be a file name or null")
     return Profile(
         name=name, version=version, created=str(data.get("created", "")), tray=tray, die_size=die_size,
-        frame_size=frame_size, empty_tray=empty, black_level=black, light_gains=gains, camera=dict(data.get("camera", {})),
-        tossup=dataclasses.replace(defaults, **checked), tallyup=model,
+        frame_size=frame_size, empty_tray=empty, black_level=black, light_gains=gains,
+        camera=dict(data.get("camera", {})), tossup=dataclasses.replace(defaults, **checked), tallyup=model,
     )
 
 

@@ -368,8 +368,8 @@ class CalibrationSession:
         profile = self.profile()
         return Scanner(dice_set=dice_set, tossup=profile.tossup, tally=profile.tallyup, tray=profile.tray,
                        die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level,
-                       light_gains=profile.light_gains, empty_tray=empty if empty is not None else self._empty_image(), finder=self.finder(),
-                       face_net=self.face_net())
+                       light_gains=profile.light_gains, empty_tray=empty if empty is not None else self._empty_image(),
+                       finder=self.finder(), face_net=self.face_net())
 
     def run_check(self) -> dict[str, Any]:
         rolls = [(s.image(), s.confirmed or ()) for s in self._confirmed("tossup") + self._confirmed("tallyup")]
