@@ -701,10 +701,11 @@ def lut_index(lab: np.ndarray) -> np.ndarray:
     """Per pixel, its (L, a, b) bin in the flattened lookup tables."""
     shift = int(math.log2(256 // LUT_BINS))
     bits = int(math.log2(LUT_BINS))
-    # 3 * bits <= 16: uint16 holds every index, and moves a quarter of int32's memory.
-    q = np.right_shift(lab, shift)
-    return ((q[..., 0].astype(np.uint16) << (2 * bits)) | (q[..., 1].astype(np.uint16) << bits)
-            | q[..., 2].astype(np.uint16))
+    # 3 * bits <= 16: uint16 holds every index, and moves a quarter of int32's memory. The
+    # channels split into contiguous planes first: the same integers, at half the cost of
+    # converting strided channel views (on the halved frame, every frame).
+    lightness, a, b = cv2.split(np.right_shift(lab, shift))
+    return (lightness.astype(np.uint16) << (2 * bits)) | (a.astype(np.uint16) << bits) | b
 
 
 def label_pixels(lab: np.ndarray, compiled: _Compiled) -> np.ndarray:
