@@ -1154,11 +1154,23 @@ def face_patch(image: np.ndarray, quad: np.ndarray, gains: np.ndarray, scale: fl
     return _times_gains(_warped_face(image, quad, scale), gains)
 
 
-def _warped_face(image: np.ndarray, quad: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """face_patch before the gains: the warp alone, in the image's own dtype."""
+def _face_target(scale: float) -> np.ndarray:
+    """The corners a face's quad goes to in its PATCH_SIDE patch (see face_patch)."""
     half = TEMPLATE_SIDE / FACE_CROP / 2 * scale
     c = PATCH_SIDE / 2
     target = np.float32([(c - half, c - half), (c + half, c - half), (c + half, c + half), (c - half, c + half)])
+    target.setflags(write=False)
+    return target
+
+
+#: The corners of an unscaled face patch: most warps are unscaled (every square _placed
+#: tries), so they are made once.
+_FACE_TARGET = _face_target(1.0)
+
+
+def _warped_face(image: np.ndarray, quad: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """face_patch before the gains: the warp alone, in the image's own dtype."""
+    target = _FACE_TARGET if scale == 1.0 else _face_target(scale)
     matrix = cv2.getPerspectiveTransform(np.float32(quad), target)
     return cv2.warpPerspective(image, matrix, (PATCH_SIDE, PATCH_SIDE), flags=cv2.INTER_LINEAR,
                                borderMode=cv2.BORDER_REPLICATE)
