@@ -922,11 +922,15 @@ def _body_colour(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Mean Lab of the more saturated half of the body pixels: a lamp's mirror image (glare)
     adds white, which pales a colour towards its neighbours (orange towards yellow), while
     the pixels it spares keep the body's hue."""
-    pixels = lab[mask > 0].astype(np.float32)
+    # np.compress of the flat pixels: the same pixels in the same (raster) order as boolean
+    # indexing, at half its cost (this runs for every candidate top face).
+    pixels = np.compress(mask.ravel() > 0, lab.reshape(-1, 3), axis=0).astype(np.float32)
     if len(pixels) < 8:
         return np.float32(cv2.mean(lab, mask)[:3])
     chroma = np.hypot(pixels[:, 1] - 128, pixels[:, 2] - 128)
-    return pixels[chroma >= _median(chroma)].mean(axis=0)
+    # The mean's own sum and division (mean(axis=0) bit for bit), without its dispatch.
+    saturated = np.compress(chroma >= _median(chroma), pixels, axis=0)
+    return np.add.reduce(saturated, axis=0) / len(saturated)
 
 
 def _ink_sign(model: TallyModel, die: str) -> int:
