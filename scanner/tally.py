@@ -871,14 +871,15 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     candidates = []
     for i, j in uncut:
         local = unit + np.float32([starts[i][0], starts[j][1]])
-        quad = (np.outer(local[:, 0], u1) + np.outer(local[:, 1], u2)).astype(np.float32)
+        # np.outer's products by broadcasting: the same values, without its set-up.
+        quad = (local[:, :1] * u1 + local[:, 1:] * u2).astype(np.float32)
         inside, _ = cv2.intersectConvexConvex(quad, outline)
         candidates.append((inside / max(side * side, 1e-6), quad))
     candidates.sort(key=lambda c: -c[0])
     kept: list[np.ndarray] = []
     centres: list[np.ndarray] = []  # of the kept quads, each taken once
     for _, quad in candidates:
-        centre = quad.mean(0)
+        centre = np.add.reduce(quad, axis=0) / len(quad)  # quad.mean(0) bit for bit, without its dispatch
         if all(np.abs(centre - k).max() > 0.12 * side for k in centres):
             kept.append(quad)
             centres.append(centre)
