@@ -1362,13 +1362,14 @@ def ink_of(patch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     difference = cv2.subtract(patch, (*body.tolist(), 0.0)).reshape(-1, 3)
     distance = cv2.sqrt(cv2.transform(cv2.multiply(difference, difference).reshape(-1, 1, 3), _ONES)).ravel()
     middle = _PATCH_MIDDLE if patch.shape[0] == PATCH_SIDE else _middle(patch.shape[0])
-    central = distance[middle]
-    far = np.zeros_like(middle)
-    far[middle] = central >= max(_percentile(central, 80) * 0.7, 12.0)
+    # The central pixels far enough from the body (as one mask: the same pixels as setting
+    # the central ones' test into an empty mask, without the scatter).
+    far = (distance >= max(_percentile(distance[middle], 80) * 0.7, 12.0)) & middle
     if np.count_nonzero(far) < 4:
         return np.zeros(patch.shape[:2], np.float32), body, body
     ink = np.float32(cv2.mean(patch, far.reshape(patch.shape[:2]).view(np.uint8))[:3])
-    return _ink_mask(difference, ink - body).reshape(patch.shape[:2]).astype(np.float32), body, ink
+    # copy=False: _ink_mask's result is a new array of its own, float32 already on a float32 patch.
+    return _ink_mask(difference, ink - body).reshape(patch.shape[:2]).astype(np.float32, copy=False), body, ink
 
 
 #: Sums a pixel's three channels (cv2.transform).
@@ -1387,7 +1388,7 @@ def ink_as(patch: np.ndarray, body: np.ndarray, ink: np.ndarray) -> np.ndarray:
     """The ink mask of a face patch with body and ink colours already known (from `ink_of`
     on a patch of the same die): a quick look at many places around it."""
     difference = cv2.subtract(patch, (*np.asarray(body).tolist(), 0.0))
-    return _ink_mask(difference, ink - body).reshape(patch.shape[:2]).astype(np.float32)
+    return _ink_mask(difference, ink - body).reshape(patch.shape[:2]).astype(np.float32, copy=False)
 
 
 def _correlations(inks: Sequence[np.ndarray], matrix: np.ndarray, shifts: bool = True) -> np.ndarray:
