@@ -691,10 +691,16 @@ class Blob:
 
     def place(self, quad: np.ndarray, side: float | None = None) -> None:
         """Make `quad` the top face, its centre the die's (`side`: its new size, if any)."""
-        centre = quad.mean(axis=0)
+        centre = _centre(quad)
         self.quad, self.center = quad, (float(centre[0]), float(centre[1]))
         if side is not None:
             self.side = side
+
+
+def _centre(quad: np.ndarray) -> np.ndarray:
+    """quad.mean(axis=0), bit for bit: the same sum and division, without mean's dispatch
+    (a quad's centre is taken for every square tried, turned or placed)."""
+    return np.add.reduce(quad, axis=0) / len(quad)
 
 
 def lut_index(lab: np.ndarray) -> np.ndarray:
@@ -756,7 +762,7 @@ def _refine(image: np.ndarray, gains: np.ndarray, compiled: _Compiled, index: in
     body = cv2.bitwise_and(region, mask)
     if ink_sign:
         printed = _print_square(lab[..., 0], region, body, quads[0], ink_sign)
-        if printed is not None and all(np.abs(printed.mean(0) - q.mean(0)).max() > 0.12 * side for q in quads):
+        if printed is not None and all(np.abs(_centre(printed) - _centre(q)).max() > 0.12 * side for q in quads):
             quads.append(printed)
     # Clipping some channels but not all changes a colour's hue (a white die clips in all
     # three and stays white).
@@ -788,7 +794,7 @@ def _print_square(light: np.ndarray, region: np.ndarray, body: np.ndarray, quad:
         return None
     weights = stats[near, cv2.CC_STAT_AREA].astype(np.float32)
     centre = (centroids[near] * weights[:, None]).sum(0) / weights.sum()
-    return (quad - quad.mean(axis=0) + np.float32(centre)).astype(np.float32)
+    return (quad - _centre(quad) + np.float32(centre)).astype(np.float32)
 
 
 def _edge_angle(points: np.ndarray) -> float:
@@ -879,7 +885,7 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     kept: list[np.ndarray] = []
     centres: list[np.ndarray] = []  # of the kept quads, each taken once
     for _, quad in candidates:
-        centre = np.add.reduce(quad, axis=0) / len(quad)  # quad.mean(0) bit for bit, without its dispatch
+        centre = _centre(quad)
         if all(np.abs(centre - k).max() > 0.12 * side for k in centres):
             kept.append(quad)
             centres.append(centre)
@@ -1053,7 +1059,7 @@ def _narrowed(params: TallyParams, factor: float) -> TallyParams:
 
 def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
     """`quad` turned by `angle` (radians) about its centre."""
-    centre = quad.mean(axis=0)
+    centre = _centre(quad)
     turn = np.float32([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
     return ((quad - centre) @ turn.T + centre).astype(np.float32)
 
@@ -1747,7 +1753,7 @@ class TallyReader:
         # look like another face (the "00" of a 100 like a 50). A quick first look: the found
         # square's body and ink colours for all (measuring them for each would cost more
         # than the correlations), centred only (the squares lie a few pixels apart).
-        anchors = (found.mean(axis=0), *found, *((found + np.roll(found, 1, axis=0)) / 2))
+        anchors = (_centre(found), *found, *((found + np.roll(found, 1, axis=0)) / 2))
         grows = list(self.params.place_grow)
         smallest = found_side
         if typical and found_side > typical * self.params.place_shrink_above:
@@ -1800,7 +1806,7 @@ class TallyReader:
             if scores[index] > best:
                 best, best_quad = scores[index], tries[index]
         for _ in range(self.params.place_steps):
-            centre = best_quad.mean(axis=0)
+            centre = _centre(best_quad)
             across, down = best_quad[1] - best_quad[0], best_quad[3] - best_quad[0]
             step = self.params.place_shift * mean_side(best_quad)
             across, down = across / max(np.linalg.norm(across), 1e-6) * step, down / max(np.linalg.norm(down), 1e-6) * step
