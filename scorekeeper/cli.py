@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
+import threading
 from pathlib import Path
 from types import FrameType
 
@@ -108,7 +109,15 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     click.echo(camera_note[:1].upper() + camera_note[1:])
     click.echo(f"Calibration profile: {profile}" if profile else "Calibration profile: none (built-in defaults)")
 
+    stopping = threading.Event()
+
     def _stop(signum: int, frame: FrameType | None) -> None:
+        if stopping.is_set():
+            # A second Ctrl-C (or a signal sent both to `timeout` and to us): the orderly stop
+            # is under way; interrupting it would leave the camera's threads to a crashed exit.
+            log.info("already stopping (signal %s)", signum)
+            return
+        stopping.set()
         # Open streams would keep their threads busy; end them so waitress can shut down.
         end_streams(app)
         raise KeyboardInterrupt
@@ -118,6 +127,9 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     server.run()  # returns after SIGINT/SIGTERM (waitress swallows the KeyboardInterrupt)
     click.echo("stopping")
     board.close()
+    # Stopped: a late signal must not kill the interpreter on its way out (exit status 0).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _demo_game(board: object) -> None:

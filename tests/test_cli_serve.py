@@ -93,3 +93,27 @@ def test_a_port_in_use_is_told_plainly_and_starts_no_demo_game(tmp_path: Path):
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "already running" in result.stderr
     assert "Traceback" not in result.stderr
     assert GameStore(tmp_path / "data" / "games.sqlite3").list_games() == []
+
+
+def test_a_second_stop_signal_lets_the_first_finish(tmp_path: Path):
+    """Ctrl-C twice, or a signal sent both to `timeout` and to serve: one orderly stop, exit 0."""
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scorekeeper.cli", "serve", "--demo", "--host", "127.0.0.1", "--port", "0",
+         "--data", str(tmp_path / "data")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("Demo:") or line.startswith("Calibration profile"):
+                break
+        time.sleep(1.0)  # the camera replaying, the watcher reading
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.01)  # while the first stop is under way (it takes a few hundredths of a second)
+        process.send_signal(signal.SIGINT)
+    finally:
+        out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, out
+    assert "stopping" in out and "Aborted" not in out and "Traceback" not in out
