@@ -485,10 +485,11 @@ def learn_tossup(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]], tra
     # Only with the stray light known (step 2): brightening a picture with a room light's tint
     # still in it strengthens the tint (bench calibration's row without the black level, under
     # the bluish room light: a die read confidently wrong).
-    gains = None if level is None else light_gains([subtract_black_level(image, level) for image, ds in rolls if ds])
+    cleaned = [(subtract_black_level(image, level), ds) for image, ds in rolls]
+    gains = None if level is None else light_gains([image for image, ds in cleaned if ds])
     chroma_by_face: dict[str, list[float]] = {}
-    for image, ds in rolls:
-        for face, values in inset_chroma(brightened(subtract_black_level(image, level), gains), ds, base).items():
+    for image, ds in cleaned:
+        for face, values in inset_chroma(brightened(image, gains), ds, base).items():
             chroma_by_face.setdefault(face, []).extend(values)
     chroma = {face: float(np.median(v)) for face, v in chroma_by_face.items()}
     palest = min((min(v) for v in chroma_by_face.values()), default=base.inset_chroma / 0.8)

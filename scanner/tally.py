@@ -691,16 +691,17 @@ class Blob:
 
     def place(self, quad: np.ndarray, side: float | None = None) -> None:
         """Make `quad` the top face, its centre the die's (`side`: its new size, if any)."""
-        centre = _centre(quad)
+        centre = _row_mean(quad)
         self.quad, self.center = quad, (float(centre[0]), float(centre[1]))
         if side is not None:
             self.side = side
 
 
-def _centre(quad: np.ndarray) -> np.ndarray:
-    """quad.mean(axis=0), bit for bit: the same sum and division, without mean's dispatch
-    (a quad's centre is taken for every square tried, turned or placed)."""
-    return np.add.reduce(quad, axis=0) / len(quad)
+def _row_mean(rows: np.ndarray) -> np.ndarray:
+    """rows.mean(axis=0), bit for bit: the same sum and division, without mean's dispatch (a
+    quad's centre is taken for every square tried, turned or placed, a body's colour for every
+    candidate top face)."""
+    return np.add.reduce(rows, axis=0) / len(rows)
 
 
 def lut_index(lab: np.ndarray) -> np.ndarray:
@@ -762,7 +763,7 @@ def _refine(image: np.ndarray, gains: np.ndarray, compiled: _Compiled, index: in
     body = cv2.bitwise_and(region, mask)
     if ink_sign:
         printed = _print_square(lab[..., 0], region, body, quads[0], ink_sign)
-        if printed is not None and all(np.abs(_centre(printed) - _centre(q)).max() > 0.12 * side for q in quads):
+        if printed is not None and all(np.abs(_row_mean(printed) - _row_mean(q)).max() > 0.12 * side for q in quads):
             quads.append(printed)
     # Clipping some channels but not all changes a colour's hue (a white die clips in all
     # three and stays white).
@@ -794,7 +795,7 @@ def _print_square(light: np.ndarray, region: np.ndarray, body: np.ndarray, quad:
         return None
     weights = stats[near, cv2.CC_STAT_AREA].astype(np.float32)
     centre = (centroids[near] * weights[:, None]).sum(0) / weights.sum()
-    return (quad - _centre(quad) + np.float32(centre)).astype(np.float32)
+    return (quad - _row_mean(quad) + np.float32(centre)).astype(np.float32)
 
 
 def _edge_angle(points: np.ndarray) -> float:
@@ -885,7 +886,7 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     kept: list[np.ndarray] = []
     centres: list[np.ndarray] = []  # of the kept quads, each taken once
     for _, quad in candidates:
-        centre = _centre(quad)
+        centre = _row_mean(quad)
         if all(np.abs(centre - k).max() > 0.12 * side for k in centres):
             kept.append(quad)
             centres.append(centre)
@@ -935,9 +936,7 @@ def _body_colour(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if len(pixels) < 8:
         return np.float32(cv2.mean(lab, mask)[:3])
     chroma = np.hypot(pixels[:, 1] - 128, pixels[:, 2] - 128)
-    # The mean's own sum and division (mean(axis=0) bit for bit), without its dispatch.
-    saturated = np.compress(chroma >= _median(chroma), pixels, axis=0)
-    return np.add.reduce(saturated, axis=0) / len(saturated)
+    return _row_mean(np.compress(chroma >= _median(chroma), pixels, axis=0))
 
 
 def _ink_sign(model: TallyModel, die: str) -> int:
@@ -1041,7 +1040,7 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
                 cv2.fillConvexPoly(square, np.round(quad).astype(np.int32), 255)
                 inside = cv2.bitwise_and(square, body)
                 colours.append(_body_colour(lab, inside if cv2.countNonZero(inside) else body))
-            centre = tops[0].mean(axis=0)
+            centre = _row_mean(tops[0])
             blobs.append(Blob(die, tops[0], (float(centre[0]), float(centre[1])), side, aspect, fill, colours[0],
                               clipped, tops, colours))
             if die != UP_DIE:
@@ -1059,7 +1058,7 @@ def _narrowed(params: TallyParams, factor: float) -> TallyParams:
 
 def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
     """`quad` turned by `angle` (radians) about its centre."""
-    centre = _centre(quad)
+    centre = _row_mean(quad)
     turn = np.float32([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
     return ((quad - centre) @ turn.T + centre).astype(np.float32)
 
@@ -1290,7 +1289,7 @@ def _warped_around(image: np.ndarray, quad: np.ndarray, reach: float, side: int)
     """(side x side patch of `image` holding `quad` grown `reach` times about its centre, the
     perspective transform from image to patch); past the frame's edge its border repeats."""
     quad = np.float32(quad)
-    centre = quad.mean(axis=0)
+    centre = _row_mean(quad)
     grown = ((quad - centre) * reach + centre).astype(np.float32)
     square = np.float32([(0, 0), (side, 0), (side, side), (0, side)])
     matrix = cv2.getPerspectiveTransform(grown, square)
@@ -1731,7 +1730,7 @@ class TallyReader:
         """Replace a too small top face by the best-printed square of `side` around it."""
         tries = [blob.quad]
         for quad in blob.candidates or [blob.quad]:
-            centre = quad.mean(axis=0)
+            centre = _row_mean(quad)
             tries.append(((quad - centre) * (side / max(blob.side, 1e-6)) + centre).astype(np.float32))
         scores = self._print_scores(image, gains, tries, blob.die)
         best = int(np.argmax(scores))
@@ -1753,7 +1752,7 @@ class TallyReader:
         # look like another face (the "00" of a 100 like a 50). A quick first look: the found
         # square's body and ink colours for all (measuring them for each would cost more
         # than the correlations), centred only (the squares lie a few pixels apart).
-        anchors = (_centre(found), *found, *((found + np.roll(found, 1, axis=0)) / 2))
+        anchors = (_row_mean(found), *found, *((found + np.roll(found, 1, axis=0)) / 2))
         grows = list(self.params.place_grow)
         smallest = found_side
         if typical and found_side > typical * self.params.place_shrink_above:
@@ -1806,7 +1805,7 @@ class TallyReader:
             if scores[index] > best:
                 best, best_quad = scores[index], tries[index]
         for _ in range(self.params.place_steps):
-            centre = _centre(best_quad)
+            centre = _row_mean(best_quad)
             across, down = best_quad[1] - best_quad[0], best_quad[3] - best_quad[0]
             step = self.params.place_shift * mean_side(best_quad)
             across, down = across / max(np.linalg.norm(across), 1e-6) * step, down / max(np.linalg.norm(down), 1e-6) * step

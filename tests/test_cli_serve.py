@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from scorekeeper.cli import main
+from scorekeeper.store import GameStore
 
 
 def test_help_lists_serve_and_bench():
@@ -77,10 +80,6 @@ def test_bench_percentiles():
 
 
 def test_a_port_in_use_is_told_plainly_and_starts_no_demo_game(tmp_path: Path):
-    import socket
-
-    from scorekeeper.store import GameStore
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -97,8 +96,6 @@ def test_a_port_in_use_is_told_plainly_and_starts_no_demo_game(tmp_path: Path):
 
 def test_a_second_stop_signal_lets_the_first_finish(tmp_path: Path):
     """Ctrl-C twice, or a signal sent both to `timeout` and to serve: one orderly stop, exit 0."""
-    import time
-
     process = subprocess.Popen(
         [sys.executable, "-m", "scorekeeper.cli", "serve", "--demo", "--host", "127.0.0.1", "--port", "0",
          "--data", str(tmp_path / "data")],
