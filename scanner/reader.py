@@ -13,8 +13,9 @@ import cv2
 import numpy as np
 
 from scanner.face_net import FaceNet
-from scanner.finder import DieFinder, FinderRules, complete_tossup
+from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup
 from scanner.frames import DieReading
+from scanner.lean_net import LeanNet, finder_leaning_at
 from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.tossup import TossUpParams, half_size, illuminant, read_tossup, rim_colour, work_scale
 from scanner.tray import drop_empty_look, keep_in_tray
@@ -57,6 +58,11 @@ class Scanner:
     #: (scanner/data/face_net.onnx), unless use_face_net is off.
     face_net: FaceNet | None = field(default=None, repr=False)
     use_face_net: bool = True
+    #: The lean net that, with the finder, flags Toss Up dice the reader took for flat but that
+    #: lean on the wall or on another die; None = the built-in one (scanner/data/lean_net.onnx),
+    #: unless use_lean_net is off. Toss Up only (see scanner/lean_net.py), with the finder.
+    lean_net: LeanNet | None = field(default=None, repr=False)
+    use_lean_net: bool = True
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
@@ -66,6 +72,10 @@ class Scanner:
         elif self.finder is None:
             self.finder = DieFinder()
         self._tally_reader: TallyReader | None = None
+        if not self.use_lean_net or self.dice_set != "tossup" or self.finder is None:
+            self.lean_net = None
+        elif self.lean_net is None:
+            self.lean_net = LeanNet()
         self._empty_tray_cleaned = None if self.empty_tray is None else self._cleaned(self.empty_tray)
         if self.dice_set != "tallyup" or not self.use_face_net:
             self.face_net = None  # only Tally faces use it ("any" reads no faces)
@@ -82,11 +92,16 @@ class Scanner:
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
         cleaned = self._cleaned(image)
-        readings = self._read_all(cleaned, self._tossup_params(image))
+        readings, found = self._read_all(cleaned, self._tossup_params(image))
         readings = keep_in_tray(readings, self.tray, self.die_size, self.frame_size, image.shape)
         # Compared with the stray light off both: it lifts die and tray alike, and so shrinks
         # their difference relative to the brightness.
-        return drop_empty_look(readings, cleaned, self._empty_tray_cleaned)
+        readings = drop_empty_look(readings, cleaned, self._empty_tray_cleaned)
+        if self.lean_net is None or not found:
+            return readings
+        # Last, on the dice kept: where the finder sees a die leaning, the lean net looks again.
+        suspects = [finder_leaning_at(found, r, self.finder_rules) >= self.finder_rules.cocked for r in readings]
+        return self.lean_net.flagged(cleaned, readings, suspects)
 
     def _tossup_params(self, image: np.ndarray) -> TossUpParams:
         """The Toss Up parameters for this frame. With a black level taken off, the white
@@ -106,27 +121,30 @@ class Scanner:
         params = self.tossup
         return replace(params, white_value=moved(params.white_value), dim_white_value=moved(params.dim_white_value))
 
-    def _read_all(self, image: np.ndarray, tossup: TossUpParams) -> Sequence[DieReading]:
+    def _read_all(self, image: np.ndarray, tossup: TossUpParams) -> tuple[Sequence[DieReading], Sequence[FoundDie]]:
+        """The readings of the frame and, for Toss Up, the dice the finder found in it."""
         if self.dice_set == "tossup":
             # Both readers look at a large frame halved (the same resize): halve it once.
             half = half_size(image) if work_scale(image) > 1.0 else None
             readings = read_tossup(image, tossup, half=half)
             if self.finder is None:
-                return readings
+                return readings, ()
             # The lamp is measured once a frame, and only if the finder adds a die.
             lamp = functools.cache(lambda: illuminant(image))
-            return complete_tossup(readings, self.finder.find(image, half), self.finder_rules,
-                                   lambda center, side: rim_colour(image, center, side, tossup, lamp()), tossup.max_dice)
+            found = self.finder.find(image, half)
+            return complete_tossup(readings, found, self.finder_rules,
+                                   lambda center, side: rim_colour(image, center, side, tossup, lamp()),
+                                   tossup.max_dice), found
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
-            return self._tally_reader.read(image)
+            return self._tally_reader.read(image), ()
         found = read_tossup(image, tossup, with_faces=False)
         # Toss Up insets and white bodies also match Tally colours: one die, one reading. Two
         # dice lie at least a side apart; a Tally outline of a Toss Up die (its inset with a
         # side face) may be off its centre by most of a side.
         extra = [d for d in self._tally_reader.read(image, with_faces=False)
                  if all(math.dist(d.center, t.center) > 0.8 * max(d.size, t.size) for t in found)]
-        return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0]))
+        return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0])), ()
 
 
 def subtract_black_level(image: np.ndarray, level: Sequence[float] | None) -> np.ndarray:

@@ -21,16 +21,17 @@ from scanner.reader import Scanner
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 # Floors over both splits, a little below the measured figures with the die finder (190
-# photos, 950 dice: recall 0.986, precision 0.995, cocked 0.60 with 5 false alarms; the
-# finder learned from the dev half, so this is kinder than the test split alone). Without the
-# finder: recall 0.924, cocked 0.65; cocked recall fell because the cocked dice that only the
-# finder finds are rarely flagged by it. Product targets: recall and precision >= 0.995,
-# cocked recall >= 0.90.
+# photos, 950 dice: recall 0.986, precision 0.995; the finder learned from the dev half, so
+# this is kinder than the test split alone). Without the finder: recall 0.924. Cocked: 24 of
+# 25 flagged with 11 false alarms in 913 flat dice read, with the lean net, which learned from
+# the dev half too (the test half alone: 5 of 6 and 7 in 360); without it 18 of 25 (0.72) and 9
+# false alarms. The lean net costs two flat dice re-rolled for six leaning dice no longer scored
+# as if flat. Product targets: recall and precision >= 0.995, cocked recall >= 0.90.
 RECALL_FLOOR = 0.975
 PRECISION_FLOOR = 0.99
-COCKED_FLOOR = 0.55
+COCKED_FLOOR = 0.85
 #: False cocked alarms per flat die read.
-FALSE_COCKED_RATE = 0.01
+FALSE_COCKED_RATE = 0.0125
 
 
 @pytest.fixture(scope="module")

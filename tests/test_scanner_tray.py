@@ -89,7 +89,7 @@ def test_the_empty_tray_is_compared_with_the_stray_light_taken_off(monkeypatch):
     empty = np.full((720, 1280, 3), 60 + 150, np.uint8)
     frame = empty.copy()
     frame[275:325, 375:425] = 90 + 150
-    monkeypatch.setattr(Scanner, "_read_all", lambda self, image, params: [die(400, 300)])
+    monkeypatch.setattr(Scanner, "_read_all", lambda self, image, params: ([die(400, 300)], ()))
     assert drop_empty_look([die(400, 300)], frame, empty) == []
     lit = Scanner("tossup", black_level=(150.0, 150.0, 150.0), empty_tray=empty, use_finder=False)
     assert [d.center for d in lit.read(frame)] == [(400, 300)]

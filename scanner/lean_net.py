@@ -1,0 +1,125 @@
+"""A small learned judge of leaning dice: a convolutional net run through OpenCV's dnn module.
+
+Physical setup assumed: the camera looks down on the tray from 30-50 cm, tilted at most ~15
+degrees, so a die lying flat shows its top face as a near square with at most thin slivers of
+side faces, while a die leaning on the wall or on another die (tilted 15-35 degrees) shows a
+foreshortened top face beside a large side face.
+
+The Toss Up reader judges leaning by hand-written geometry (`tossup._leaning`) and misses about
+a third of the leaning dice. The net looks at a found die a second time: a square crop about
+its top face's centre (`crop_around`, three top faces across, so the side faces and a wall or
+neighbour show) with where in the frame it lies (perspective shows flat dice off-centre from
+the side), and says how likely the die leans. A die that both it and the die finder
+(scanner/finder.py, which sees the whole frame at a quarter of the resolution) judge leaning
+is flagged cocked, so the table asks for it to be rolled again rather than scoring a face that
+is not on top. Neither alone is sure enough: each flags flat dice the other does not (a die
+near the frame's edge, seen from the side; a die in a wall's shade). It never unflags a die
+the reader judged cocked.
+
+Only Toss Up dice are judged so. On Tally dice the finder's leaning output is too weak to
+agree with, and the net alone flagged 4 of 88 flat dice of the differently looking Tally set
+(the stand-in for real dice nobody here has): a flat die sent back to be rolled again changes
+a fair roll, so it is not used there.
+
+It is trained by `scanner/lean_training.py` from the project's own fixtures (dev split and lean
+set only) and shipped as `scanner/data/lean_net.onnx`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+from scanner.finder import FinderRules, FoundDie
+from scanner.frames import DieReading
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = Path(__file__).with_name("data") / "lean_net.onnx"
+#: Side of the crop the net sees, in pixels.
+CROP_SIDE = 96
+#: The crop reaches this many top-face sides from the die's centre each way.
+CROP_REACH = 1.5
+#: Scales of the position channels (offset from the frame's centre and die size, in frame widths).
+POSITION_SCALES = (4.0, 4.0, 20.0)
+#: A die the finder also judges leaning (at least FinderRules.cocked) is flagged cocked from
+#: this probability on. Chosen by 4-fold cross-validation by setup over the dev split and lean
+#: set (`python -m scanner.lean_training --folds 4`), on the Toss Up dice as the scanner found
+#: them: both judges at 0.9 and 0.5 flag 25 of 66 leaning dice and 0 of 846 flat ones (the net
+#: at 0.7: 33 and 4; the net alone at 0.9: 34 and 4, at 0.5: 47 and 40).
+LEAN_THRESHOLD = 0.9
+
+
+def crop_around(image: np.ndarray, center: Sequence[float], side: float) -> np.ndarray:
+    """A CROP_SIDE square BGR crop about `center`, CROP_REACH top-face sides each way; outside
+    the frame is mirrored."""
+    half = CROP_REACH * max(float(side), 1.0)
+    x, y = float(center[0]), float(center[1])
+    source = np.float32([[x - half, y - half], [x + half, y - half], [x + half, y + half]])
+    target = np.float32([[0, 0], [CROP_SIDE, 0], [CROP_SIDE, CROP_SIDE]])
+    return cv2.warpAffine(image, cv2.getAffineTransform(source, target), (CROP_SIDE, CROP_SIDE),
+                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+
+
+def position_of(center: Sequence[float], side: float, frame_size: tuple[int, int]) -> tuple[float, float, float]:
+    """Where a die lies (offset from the frame's centre) and how large it is, in frame widths."""
+    width, height = frame_size
+    return ((float(center[0]) - width / 2.0) / width, (float(center[1]) - height / 2.0) / width, float(side) / width)
+
+
+def net_input(crops: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """N x 6 x CROP_SIDE x CROP_SIDE float32: each crop's colours over its own 99th percentile
+    (the lamp's brightness drops out), then its position as three constant planes."""
+    crops = np.asarray(crops, np.float32)
+    count = len(crops)
+    reference = np.percentile(crops.reshape(count, -1), 99, axis=1).reshape(-1, 1, 1, 1) + 1.0
+    colours = (crops / reference).transpose(0, 3, 1, 2)
+    scaled = np.asarray(positions, np.float32).reshape(count, 3) * np.float32(POSITION_SCALES)
+    planes = np.broadcast_to(scaled[:, :, None, None], (count, 3, CROP_SIDE, CROP_SIDE))
+    return np.ascontiguousarray(np.concatenate([colours, planes], axis=1), np.float32)
+
+
+def finder_leaning_at(found: Sequence[FoundDie], reading: DieReading, rules: FinderRules) -> float:
+    """The finder's chance that the die of `reading` leans: that of the die it found there
+    (0 where it found none)."""
+    return max((die.cocked for die in found if rules.same(die, reading.center, reading.size)), default=0.0)
+
+
+class LeanNet:
+    """The shipped (or a given) lean net, loaded once; `chances` is safe from one thread at a time."""
+
+    def __init__(self, model: Path = DEFAULT_MODEL, threshold: float = LEAN_THRESHOLD) -> None:
+        if not Path(model).is_file():
+            raise FileNotFoundError(f"lean net {model} is missing; train one with "
+                                    f"`python -m scanner.lean_training --out {model}` (see its docstring)")
+        self._net = cv2.dnn.readNetFromONNX(str(model))
+        self.threshold = threshold
+
+    def chances(self, image: np.ndarray, readings: Sequence[DieReading]) -> list[float]:
+        """How likely each reading's die leans (0-1), in the readings' order."""
+        if not readings:
+            return []
+        frame = (image.shape[1], image.shape[0])
+        crops = np.stack([crop_around(image, r.center, r.size) for r in readings])
+        positions = np.float32([position_of(r.center, r.size, frame) for r in readings])
+        self._net.setInput(net_input(crops, positions))
+        logits = self._net.forward().reshape(len(readings))
+        return (1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))).tolist()
+
+    def flagged(self, image: np.ndarray, readings: Sequence[DieReading], suspects: Sequence[bool]) -> list[DieReading]:
+        """`readings`, each die the net is sure leans flagged cocked (none unflagged). Only the
+        `suspects` (one bool per reading: another judge thinks it leans) are looked at."""
+        asked = [i for i, (r, suspect) in enumerate(zip(readings, suspects, strict=True))
+                 if suspect and not r.cocked and r.size > 0]
+        chances = dict(zip(asked, self.chances(image, [readings[i] for i in asked])))
+        result = list(readings)
+        for index, chance in chances.items():
+            if chance >= self.threshold:
+                log.debug("die at %s judged leaning (%.2f)", readings[index].center, chance)
+                result[index] = replace(readings[index], cocked=True)
+        return result
