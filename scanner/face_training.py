@@ -35,6 +35,7 @@ import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
 from scanner.labels import mean_side, photo_labels
+from scanner.onnx_export import export_onnx
 from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
 
 log = logging.getLogger(__name__)
@@ -221,17 +222,7 @@ def train(examples: Sequence[FaceExample], epochs: int, per_example: int, seed: 
                 guess = (codes @ F.normalize(centres, dim=1).T).argmax(dim=1).numpy()
             message += f", held-out faces {float(np.mean(guess == check_y)) * 100:.1f} %"
         log.info("%s (%.0f s)", message, time.monotonic() - started)
-    export(net, out)
-
-
-def export(net, out: Path) -> None:  # pragma: no cover - needs PyTorch
-    import torch
-
-    net.eval()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    torch.onnx.export(net, torch.zeros(1, 1, PATCH_SIDE, PATCH_SIDE), str(out), input_names=["ink"], output_names=["code"],
-                      opset_version=13, dynamo=False, dynamic_axes={"ink": {0: "faces"}, "code": {0: "faces"}})
-    log.info("wrote %s (%.0f KiB)", out, out.stat().st_size / 1024)
+    export_onnx(net, (1, 1, PATCH_SIDE, PATCH_SIDE), out, "ink", "code", {"ink": {0: "faces"}, "code": {0: "faces"}})
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs PyTorch

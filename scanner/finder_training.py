@@ -33,6 +33,7 @@ import numpy as np
 
 from scanner.finder import CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, INPUT_WIDTH, STRIDE, TOSSUP_FACES
 from scanner.labels import LabelledDie, load_video_label, photo_labels
+from scanner.onnx_export import export_onnx
 
 log = logging.getLogger(__name__)
 
@@ -279,18 +280,8 @@ def train(examples: Sequence[Example], steps: int, batch_size: int, seed: int, o
         if step % 50 == 0 or step == steps - 1:
             log.info("step %d/%d loss %.3f (centre %.3f regress %.3f cocked %.3f colour %.3f identity %.3f) %.0f s", step, steps,
                      float(loss.detach()), *(float(t.detach()) for t in terms), time.monotonic() - started)
-    export(net, out)
-
-
-def export(net, out: Path) -> None:  # pragma: no cover - needs PyTorch
-    import torch
-
-    net.eval()
-    dummy = torch.zeros(1, 3, 184, INPUT_WIDTH)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    torch.onnx.export(net, dummy, str(out), input_names=["image"], output_names=["maps"], opset_version=13,
-                      dynamo=False, dynamic_axes={"image": {2: "height", 3: "width"}, "maps": {2: "rows", 3: "cols"}})
-    log.info("wrote %s (%.0f KiB)", out, out.stat().st_size / 1024)
+    export_onnx(net, (1, 3, 184, INPUT_WIDTH), out, "image", "maps",
+                {"image": {2: "height", 3: "width"}, "maps": {2: "rows", 3: "cols"}})
 
 
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs PyTorch

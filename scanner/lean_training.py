@@ -36,6 +36,7 @@ from scanner.evaluate import match
 from scanner.finder import FinderRules
 from scanner.labels import photo_labels
 from scanner.lean_net import CROP_SIDE, crop_around, finder_leaning_at, net_input, position_of
+from scanner.onnx_export import export_onnx
 
 log = logging.getLogger(__name__)
 
@@ -200,17 +201,6 @@ def cross_validate(examples: LeanExamples, folds: int, epochs: int, seed: int) -
                          int(flat.sum()))
 
 
-def export(net, out: Path) -> None:  # pragma: no cover - needs PyTorch
-    import torch
-
-    net.eval()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    torch.onnx.export(net, torch.zeros(1, 6, CROP_SIDE, CROP_SIDE), str(out), input_names=["crop"],
-                      output_names=["leaning"], opset_version=13, dynamo=False,
-                      dynamic_axes={"crop": {0: "dice"}, "leaning": {0: "dice"}})
-    log.info("wrote %s (%.0f KiB)", out, out.stat().st_size / 1024)
-
-
 def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs PyTorch
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fixtures", type=Path, default=Path(__file__).resolve().parent.parent / "fixtures")
@@ -227,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
         cross_validate(examples, args.folds, args.epochs, args.seed)
         return
     net = train(examples, np.arange(len(examples.leaning)), args.epochs, args.seed)
-    export(net, args.out)
+    export_onnx(net, (1, 6, CROP_SIDE, CROP_SIDE), args.out, "crop", "leaning", {"crop": {0: "dice"}, "leaning": {0: "dice"}})
 
 
 if __name__ == "__main__":  # pragma: no cover
