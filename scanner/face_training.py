@@ -34,8 +34,8 @@ import cv2
 import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
-from scanner.labels import mean_side, photo_labels
-from scanner.onnx_export import export_onnx
+from scanner.labels import mean_side
+from scanner.training import export_onnx, labelled_images
 from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
 
 log = logging.getLogger(__name__)
@@ -73,13 +73,7 @@ def load_face_examples(fixtures: Path) -> list[FaceExample]:
     examples = []
     folders = [(fixtures / "tallyup", "dev"), (fixtures / "tallyup-teach", "teach"), (fixtures / "lean" / "tallyup", "lean")]
     for folder, split in folders:
-        for photo in photo_labels(folder, split):
-            if not photo.dice:
-                continue
-            image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
-            if image is None:
-                log.warning("%s: cannot be read; left out", photo.image)
-                continue
+        for photo, image in labelled_images(folder, split, lambda photo: bool(photo.dice)):
             gains = balance_gains(image)
             visible = photo.scene.get("visible_fraction", [1.0] * len(photo.dice))
             for index, die in enumerate(photo.dice):

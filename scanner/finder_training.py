@@ -32,8 +32,8 @@ import cv2
 import numpy as np
 
 from scanner.finder import CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, INPUT_WIDTH, STRIDE, TOSSUP_FACES
-from scanner.labels import LabelledDie, load_video_label, photo_labels
-from scanner.onnx_export import export_onnx
+from scanner.labels import LabelledDie, LabelledPhoto, load_video_label
+from scanner.training import export_onnx, labelled_images
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +60,12 @@ def load_examples(fixtures: Path, setups_out: Sequence[str] = ()) -> list[Exampl
     folders = [(fixtures / "tossup", "dev"), (fixtures / "tallyup", "dev"), (fixtures / "tallyup-teach", "teach"),
                # Scenes of their own with a die leaning in every roll: the library alone has too few.
                (fixtures / "lean" / "tossup", "lean"), (fixtures / "lean" / "tallyup", "lean")]
+
+    def kept(photo: LabelledPhoto) -> bool:
+        return not (photo.scene.get("setup") in setups_out or any(photo.image.name.startswith(s + "-") for s in setups_out))
+
     for folder, split in folders:
-        for photo in photo_labels(folder, split):
-            if photo.scene.get("setup") in setups_out or any(photo.image.name.startswith(s + "-") for s in setups_out):
-                continue
-            image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
-            if image is None:
-                log.warning("%s: cannot be read; left out", photo.image)
-                continue
+        for photo, image in labelled_images(folder, split, kept):
             visible = tuple(photo.scene.get("visible_fraction", [1.0] * len(photo.dice)))
             examples.append(Example(image, photo.dice, visible, photo.image.name))
     for path in sorted((fixtures / "videos").glob("*.json")):

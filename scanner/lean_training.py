@@ -34,9 +34,8 @@ import numpy as np
 
 from scanner.evaluate import match
 from scanner.finder import FinderRules
-from scanner.labels import photo_labels
 from scanner.lean_net import CROP_SIDE, crop_around, finder_leaning_at, net_input, position_of
-from scanner.onnx_export import export_onnx
+from scanner.training import export_onnx, labelled_images
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +70,7 @@ def load_lean_examples(fixtures: Path, sources: Sequence[tuple[str, str, str]] =
     crops, positions, leaning, setups, by_scanner, finder_leaning = [], [], [], [], [], []
     for folder, dice_set, split in sources:
         scanner = scanners.setdefault(dice_set, Scanner(dice_set=dice_set, use_lean_net=False))
-        for photo in photo_labels(fixtures / folder, split):
-            if not photo.dice:
-                continue
-            image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
-            if image is None:
-                log.warning("%s: cannot be read; left out", photo.image)
-                continue
+        for photo, image in labelled_images(fixtures / folder, split, lambda photo: bool(photo.dice)):
             frame = (image.shape[1], image.shape[0])
             setup = photo.image.stem.rsplit("-r", 1)[0]
             readings = scanner.read(image)

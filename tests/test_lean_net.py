@@ -19,6 +19,7 @@ from scanner.lean_net import (CROP_REACH, CROP_SIDE, LEAN_THRESHOLD, POSITION_SC
                               net_input, position_of)
 from scanner.lean_training import LEANING_REPEATS, LeanExamples, augmented, epoch_batch, load_lean_examples
 from scanner.reader import Scanner
+from scanner.training import labelled_images
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -207,3 +208,16 @@ def test_on_the_toss_up_test_split_the_lean_net_flags_more_leaning_dice_and_at_m
     assert judged[0] == without[0] == 6 and judged[2] == without[2]
     assert judged[1] >= 5 > without[1]
     assert judged[3] <= without[3] + 1
+
+
+def test_the_training_scripts_read_each_kept_photo_and_name_one_that_cannot_be_read(tmp_path, caplog):
+    _labelled_still(tmp_path, "tossup-s00-r00", "dev", False)
+    _labelled_still(tmp_path, "tossup-s00-r01", "dev", True)
+    _labelled_still(tmp_path, "tossup-s01-r00", "test", False)
+    (tmp_path / "tossup-s00-r01.jpg").write_bytes(b"not a jpeg")
+    with caplog.at_level("WARNING"):
+        read = list(labelled_images(tmp_path, "dev"))
+    assert [(photo.image.name, image.shape) for photo, image in read] == [("tossup-s00-r00.jpg", (200, 300, 3))]
+    assert "tossup-s00-r01.jpg: cannot be read; left out" in caplog.text
+    assert [photo.image.name for photo, _ in labelled_images(tmp_path, keep=lambda photo: photo.split == "test")] == [
+        "tossup-s01-r00.jpg"]

@@ -1,0 +1,43 @@
+"""What the training scripts (finder_training, face_training, lean_training) share: reading
+their labelled photos, and writing a trained PyTorch net as the ONNX file the scanner loads
+through OpenCV's dnn module. PyTorch is needed to train and export, never to run.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+import cv2
+import numpy as np
+
+from scanner.labels import LabelledPhoto, photo_labels
+
+log = logging.getLogger(__name__)
+
+
+def labelled_images(folder: Path, split: str | None = None, keep: Callable[[LabelledPhoto], bool] = lambda photo: True
+                    ) -> Iterator[tuple[LabelledPhoto, np.ndarray]]:
+    """Each labelled photo of `folder` (of `split`, if given) that `keep` accepts, with its
+    picture (BGR); a photo that cannot be read is named in the log and left out."""
+    for photo in photo_labels(folder, split):
+        if not keep(photo):
+            continue
+        image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
+        if image is None:
+            log.warning("%s: cannot be read; left out", photo.image)
+            continue
+        yield photo, image
+
+
+def export_onnx(net, input_shape: Sequence[int], out: Path, input_name: str, output_name: str,
+                dynamic_axes: Mapping[str, Mapping[int, str]]) -> None:  # pragma: no cover - needs PyTorch
+    """Write `net` (in eval mode) to `out`, traced on zeros of `input_shape`, in the opset OpenCV reads."""
+    import torch
+
+    net.eval()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(net, torch.zeros(*input_shape), str(out), input_names=[input_name], output_names=[output_name],
+                      opset_version=13, dynamo=False, dynamic_axes={k: dict(v) for k, v in dynamic_axes.items()})
+    log.info("wrote %s (%.0f KiB)", out, out.stat().st_size / 1024)
