@@ -35,7 +35,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from scanner.finder import FinderRules, FoundDie
+from scanner.finder import FinderRules, FoundDie, sigmoid
 from scanner.frames import DieReading
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class LeanNet:
         positions = np.float32([position_of(r.center, r.size, frame) for r in readings])
         self._net.setInput(net_input(crops, positions))
         logits = self._net.forward().reshape(len(readings))
-        return (1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))).tolist()
+        return sigmoid(logits).tolist()
 
     def flagged(self, image: np.ndarray, readings: Sequence[DieReading], suspects: Sequence[bool]) -> list[DieReading]:
         """`readings`, each die the net is sure leans flagged cocked (none unflagged). Only the
