@@ -1555,20 +1555,20 @@ def match_face(ink: np.ndarray | Sequence[np.ndarray], die: str, compiled: _Comp
 def assign_identities(distances: Sequence[Mapping[str, float]], params: TallyParams) -> list[tuple[str, float]]:
     """(die, confidence) per die found in one frame, from each one's colour distances.
 
-    A set holds one die of each colour, so two dice never share a colour: the closest
-    (die found, colour) pairs are settled first, and a die whose colour is already taken by a
-    die that matches it better is not available any more. The margin to the nearest colour
-    still available gives the confidence; a small one gives "unsure".
+    A set holds one die of each colour, so two dice never share a colour. Where every die
+    found is nearest a colour of its own, that is its colour; the margin to the nearest colour
+    still available (not held by a die that matches it better) gives the confidence. Where two
+    are nearest the same colour (a lamp that clips an orange body towards yellow beside the
+    yellow die), the colours are shared out together (`_joint_identities`): the clipped orange
+    die nearer yellow than the yellow die is must not take yellow from it when orange fits it
+    and nothing fits the yellow die but yellow. A small margin gives "unsure".
     """
-    pairs = sorted((d, index, die) for index, row in enumerate(distances) for die, d in row.items())
-    owner: dict[str, int] = {}
-    assigned: dict[int, str] = {}
-    for d, index, die in pairs:
-        if index not in assigned and die not in owner:
-            owner[die], assigned[index] = index, die
+    nearest = [min(row, key=row.__getitem__) if row else None for row in distances]
+    if len({die for die in nearest if die is not None}) < sum(die is not None for die in nearest):
+        return _joint_identities(distances, params)
+    owner = {die: index for index, die in enumerate(nearest) if die is not None}
     result = []
-    for index, row in enumerate(distances):
-        die = assigned.get(index)
+    for index, (row, die) in enumerate(zip(distances, nearest)):
         if die is None:
             result.append((UNSURE, 0.0))
             continue
@@ -1581,6 +1581,49 @@ def assign_identities(distances: Sequence[Mapping[str, float]], params: TallyPar
             result.append((UNSURE, 0.0))
         else:
             result.append((die, min(1.0, 0.5 + margin / 4.0)))
+    return result
+
+
+def _joint_identities(distances: Sequence[Mapping[str, float]], params: TallyParams) -> list[tuple[str, float]]:
+    """assign_identities where dice compete for a colour: the sharing-out of colours (each
+    to one die at most, a die may get none) of least total distance, a die left without one
+    costing a margin more than the farthest colour a die may be named by. A die's confidence
+    is how much more the best sharing-out that gives it another colour (or none) costs."""
+    colours = sorted({die for row in distances for die in row})
+    unnamed = params.identity_max_distance + params.identity_margin
+    # Per die found, its options: (colour index or -1 for none, cost). Colours much farther
+    # than a die may be named by only matter as alternatives, and then as "none" does.
+    options = [[(colours.index(die), d) for die, d in row.items() if d < unnamed] + [(-1, unnamed)]
+               for row in distances]
+
+    def best(forbidden: tuple[int, int] | None) -> tuple[float, list[int]]:
+        @functools.cache
+        def solve(index: int, used: int) -> tuple[float, tuple[int, ...]]:
+            if index == len(options):
+                return 0.0, ()
+            found = (math.inf, ())
+            for colour, cost in options[index]:
+                if colour >= 0 and used >> colour & 1 or forbidden == (index, colour):
+                    continue
+                rest, picks = solve(index + 1, used | (1 << colour) if colour >= 0 else used)
+                if cost + rest < found[0]:
+                    found = (cost + rest, (colour, *picks))
+            return found
+
+        total, picks = solve(0, 0)
+        return total, list(picks)
+
+    total, picks = best(None)
+    result = []
+    for index, colour in enumerate(picks):
+        if colour < 0 or distances[index][colours[colour]] > params.identity_max_distance:
+            result.append((UNSURE, 0.0))
+            continue
+        margin = best((index, colour))[0] - total
+        if margin < params.identity_margin:
+            result.append((UNSURE, 0.0))
+        else:
+            result.append((colours[colour], min(1.0, 0.5 + margin / 4.0)))
     return result
 
 

@@ -408,6 +408,31 @@ def test_identities_give_each_colour_to_one_die_at_most():
     assert assign_identities(rows[1:], params)[0][0] == UNSURE
 
 
+def test_two_dice_nearest_one_colour_share_the_colours_out_together():
+    """A lamp that clips an orange body towards yellow beside the yellow die (clipped further
+    still): the orange die is nearer yellow than the yellow die is, but only the sharing-out
+    that gives each die its own colour fits both (measured on tallyup-s08-r07 of the test split:
+    the orange die was read as yellow and the yellow die left unnamed)."""
+    from scanner.tally import TallyParams, assign_identities
+
+    params = TallyParams()
+    clipped_orange = {"yellow": 1.5, "orange": 3.6, "red": 6.8}
+    yellow = {"yellow": 2.0, "green": 6.8, "orange": 7.0}
+    named = assign_identities([clipped_orange, yellow], params)
+    assert [die for die, _ in named] == ["orange", "yellow"]
+    assert all(confidence > 0.5 for _, confidence in named)
+    # Each alone is nearest yellow.
+    assert assign_identities([clipped_orange], params)[0][0] == "yellow"
+    # Where swapping costs hardly more, neither is named: a blue die in deep shade beside the
+    # purple die, both nearest purple.
+    shaded_blue, purple = {"purple": 2.7, "blue": 3.4}, {"purple": 1.0, "blue": 2.4}
+    assert [die for die, _ in assign_identities([shaded_blue, purple], params)] == [UNSURE, UNSURE]
+    # Dice nearest colours of their own keep them, sure: the other's colour is held by a die
+    # that matches it better.
+    named = assign_identities([{"red": 1.0, "orange": 2.5}, {"orange": 1.2, "red": 1.3}], params)
+    assert [die for die, _ in named] == ["red", "orange"] and min(c for _, c in named) == 1.0
+
+
 @pytest.mark.parametrize("look_name", ["A", "B"])
 def test_teaching_learns_whether_the_print_is_lighter_than_the_body(look_name, model_a, model_b):
     model, look = (model_a, LOOK_A) if look_name == "A" else (model_b, LOOK_B)
