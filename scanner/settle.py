@@ -2,7 +2,8 @@
 
 Works on any frame stream. Motion is measured on a small blurred grey copy of each frame;
 once nothing has moved for `settle_s`, the next few still frames are read and merged die by
-die (camera noise can tip one frame's reading of a small print). A tray that was already
+die (camera noise can tip one frame's reading of a small print), a few more while a face is
+still unsure (`unsure_extra_s`). A tray that was already
 read and is disturbed without a new throw (a bump, dice taken away) yields `TrayChanged`,
 not a roll.
 """
@@ -37,6 +38,10 @@ class SettleConfig:
     #: Still frames read per roll and merged: a die must be found in most of them, and a
     #: face read in one is kept unless another frame reads it differently.
     confirm_frames: int = 3
+    #: While the merged reading leaves a die's face unsure, still frames go on being read for
+    #: up to this long more (a small print that camera noise tips to unsure in three frames
+    #: is often read in the next few); the roll is then reported with what they show.
+    unsure_extra_s: float = 0.1
 
 
 def motion_image(image: np.ndarray) -> np.ndarray:
@@ -109,6 +114,7 @@ class SettleWatcher:
         self.read_dice = read_dice
         self.config = config or SettleConfig()
         self.settle_frames = max(2, math.ceil(self.config.settle_s * fps))
+        self.extra_frames = max(0, math.ceil(self.config.unsure_extra_s * fps - 1e-9))
         self._previous: np.ndarray | None = None
         self._still_for = 0
         # Armed: something moved since the tray was last read (at start: read what lies there).
@@ -131,11 +137,15 @@ class SettleWatcher:
         if not self._armed or self._still_for < self.settle_frames:
             return []
         self._pending.append(tuple(self.read_dice(frame.image)))
-        if len(self._pending) < max(1, self.config.confirm_frames):
+        confirm = max(1, self.config.confirm_frames)
+        if len(self._pending) < confirm:
+            return []
+        merged = merge_readings(self._pending, self.config.same_place)
+        if len(self._pending) < confirm + self.extra_frames and any(d.face == UNSURE for d in merged):
             return []
         self._armed = False
-        pending, self._pending = self._pending, []
-        return self._read(frame, merge_readings(pending, self.config.same_place))
+        self._pending = []
+        return self._read(frame, merged)
 
     def _read(self, frame: Frame, dice: tuple[DieReading, ...]) -> list[Roll | TrayChanged]:
         if dice and all(d.die == UNSURE and d.face == UNSURE for d in dice):

@@ -196,3 +196,36 @@ def test_a_reading_that_flickers_between_frames_is_read_from_several():
     events = [e for index, image in enumerate(stream.frames) for e in watcher.feed(Frame(image=image, index=index, t=index / FPS))]
     assert len(events) == 1 and len(calls) == 3
     assert [d.face for d in events[0].dice] == ["20"] * 3
+
+
+def test_a_die_left_unsure_is_looked_at_a_little_longer_before_the_roll_is_reported():
+    """A small print that camera noise tips to unsure in the first three still frames is read
+    in the next ones: still frames go on being read for up to unsure_extra_s (0.1 s: three
+    frames at 30 fps) while a face is unsure; a roll read in three is reported at once."""
+    stream = Stream()
+    stream.throw([(0, 0)] * 3, REST)
+    stream.hold(REST, 2.0)
+
+    def reads_from(first_read: int):
+        calls: list[int] = []
+
+        def read(image):
+            calls.append(1)
+            return [replace(d, die="purple", face="20" if i or len(calls) >= first_read else UNSURE)
+                    for i, d in enumerate(find_white_squares(image))]
+        return read, calls
+
+    def watch(first_read: int) -> tuple[list, int]:
+        read, calls = reads_from(first_read)
+        watcher = SettleWatcher(read, fps=FPS)
+        events = [e for index, image in enumerate(stream.frames) for e in watcher.feed(Frame(image=image, index=index, t=index / FPS))]
+        return events, len(calls)
+
+    sure, asked = watch(1)
+    assert [d.face for d in sure[0].dice] == ["20"] * 3 and asked == 3
+    later, asked = watch(5)  # read in the fifth still frame
+    assert len(later) == 1 and [d.face for d in later[0].dice] == ["20"] * 3 and asked == 5
+    assert later[0].frame == sure[0].frame + 2
+    never, asked = watch(100)  # unsure in every frame: reported after three more, once
+    assert len(never) == 1 and sorted(d.face for d in never[0].dice) == ["20", "20", UNSURE] and asked == 6
+    assert never[0].frame == sure[0].frame + 3
