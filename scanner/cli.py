@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 #: The bench lists this many missed, false, unsure and wrong dice (photo by photo), then a count.
 MAX_FAILURES_SHOWN = 60
+#: A top face at least this share blown out by glare (scene.glare_fraction) shows no print.
+BLOWN_OUT = 0.75
 
 
 @click.command("scan")
@@ -109,6 +111,9 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         scanner = load_scanner(dice_set, profile)
         card = Scorecard()
         visible_card = Scorecard()  # only dice at least half visible (not hidden by the wall)
+        # Only dice whose top face the lamp's glare left mostly unblown (scene.glare_fraction):
+        # a print blown out to white is unreadable to anyone, and "unsure" is its right reading.
+        unblown_card = Scorecard()
         surface_cards: dict[str, Scorecard] = {}  # where the tray is the hard part
         timings = []
         for label in labels:
@@ -122,6 +127,8 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
             card.add(label.image.name, label.dice, dice)
             fractions = label.scene.get("visible_fraction") or [1.0] * len(label.dice)
             visible_card.add(label.image.name, [d for d, f in zip(label.dice, fractions) if f >= 0.5], dice)
+            glare = label.scene.get("glare_fraction") or [0.0] * len(label.dice)
+            unblown_card.add(label.image.name, [d for d, g in zip(label.dice, glare) if g < BLOWN_OUT], dice)
             surface = str(label.scene.get("surface", "unknown"))
             surface_cards.setdefault(surface, Scorecard()).add(label.image.name, label.dice, dice)
         summary = card.summary()
@@ -142,6 +149,11 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         for name, surface_card in sorted(surface_cards.items()):
             print(f"  {'  on ' + name:22s} {surface_card.summary()['detection_recall'] * 100:8.3f} %"
                   f"  ({surface_card.labelled} dice)", file=out)
+        unblown = unblown_card.summary()
+        summary["face_accuracy_unblown"] = unblown["face_accuracy"]
+        print(f"  {'faces, glare < ' + format(BLOWN_OUT, '.0%'):22s} {unblown['face_accuracy'] * 100:8.3f} %"
+              f"  (of those found among the {_flat(unblown)} of {_flat(summary)} flat dice whose top face"
+              f" glare left less than {BLOWN_OUT:.0%} blown out)", file=out)
         print(f"  {'cocked_false_alarms':22s} {summary['cocked_false_alarms']:8d}", file=out)
         print(f"  {'cocked read as flat':22s} {summary['cocked_scored']:8d}  (of {summary['cocked_labelled']} cocked dice:"
               " scored, not sent back to be rolled again)", file=out)
@@ -159,6 +171,11 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         summary["videos"] = bench_videos(fixtures / "videos", dice_set, scanner, out)
         results[dice_set] = summary
     return results
+
+
+def _flat(summary: dict) -> int:
+    """How many labelled dice of a Scorecard summary lie flat."""
+    return int(summary["labelled_dice"]) - int(summary["cocked_labelled"])
 
 
 def bench_perturbed(labels: list[LabelledPhoto], scanner: Scanner, name: str, out) -> dict[str, dict]:

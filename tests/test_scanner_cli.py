@@ -108,3 +108,22 @@ def test_bench_reads_the_photos_as_other_cameras_would_take_them_when_asked(tmp_
     assert all(0.0 <= s["detection_recall"] <= 1.0 for s in summary["perturbed"].values())
     for name in [*changes, "all changes"]:
         assert f"    {name}" in out.getvalue()
+
+
+def test_bench_scores_the_faces_glare_left_readable_on_their_own(tmp_path):
+    """tallyup-s13-r07: the blue die's (10) is blown out to white by the lamp (glare_fraction
+    1.0: no print to read) and left unsure; the faces figure without such dice says how well
+    the prints that can be seen are read."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    (tmp_path / "tallyup").mkdir()
+    for suffix in (".jpg", ".json"):
+        shutil.copy(fixtures / "tallyup" / ("tallyup-s13-r07" + suffix), tmp_path / "tallyup")
+    label = json.loads((tmp_path / "tallyup" / "tallyup-s13-r07.json").read_text())
+    blown = sum(g >= 0.75 for g in label["scene"]["glare_fraction"])
+    flat = sum(not d["cocked"] for d in label["dice"])
+    assert blown >= 1
+    out = io.StringIO()
+    summary = bench_scanner(None, ["tallyup"], tmp_path, None, out)["tallyup"]
+    assert summary["face_accuracy_unblown"] > summary["face_accuracy"]
+    assert f"among the {flat - blown} of {flat} flat dice whose top face glare left less than 75% blown out" \
+        in out.getvalue()
