@@ -213,6 +213,7 @@ def bench_videos(folder: Path, dice_set: str, scanner: Scanner, out) -> list[dic
                 "latency_s": (roll.frame - truth.settled_frame) / label.fps,
                 "faces_right": s["face_accuracy"] == 1.0 and s["detection_recall"] == 1.0
                 and s["detection_precision"] == 1.0,
+                "wrong_confident": card.wrong_confident,
             })
         row = {"video": path.stem, "rolls_labelled": len(label.rolls), "rolls_read": len(rolls), "rolls": matched}
         rows.append(row)

@@ -15,18 +15,17 @@ They guard against getting worse, above all against confident wrong readings.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import cv2
 import pytest
 
 from calibration.teach import learn_tally_model
+from scanner.cli import bench_videos
 from scanner.evaluate import Scorecard, score_perturbed
-from scanner.frames import Roll
-from scanner.labels import load_video_label, photo_labels
+from scanner.labels import photo_labels
 from scanner.reader import Scanner
-from scanner.settle import SettleWatcher
-from scanner.sources import open_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tallyup"
 
@@ -111,25 +110,14 @@ def test_every_tally_video_gives_one_reading_per_roll_soon_after_it_settles_and_
     roll (+3, 28 pixels a side at 640x480, half on a plaid cloth) stays unsure in every frame:
     unsure, never wrong. tallyup-v1's +100 was unsure in the first three still frames and is
     read in the fifth, since the watcher goes on reading while a face is unsure (unsure_extra_s)."""
-    scanner = Scanner("tallyup")
-    videos = sorted((FIXTURES.parent / "videos").glob("tallyup-*.json"))
-    assert len(videos) == 3, "the Tally fixture videos are missing"
-    right = 0
-    for path in videos:
-        label = load_video_label(path)
-        source = open_source(str(label.video), fps=label.fps)
-        watcher = SettleWatcher(scanner.read, fps=label.fps)
-        rolls = [event for frame in source for event in watcher.feed(frame) if isinstance(event, Roll)]
-        source.close()
-        assert len(rolls) == len(label.rolls), path.name
-        for truth, roll in zip(label.rolls, rolls):
-            assert 0.0 <= (roll.frame - truth.settled_frame) / label.fps <= 0.5, (path.name, roll.frame)
-            card = Scorecard()
-            card.add(path.stem, truth.dice, roll.dice)
-            summary = card.summary()
-            assert summary["wrong_confident_rate"] == 0.0, card.failures
-            right += summary["face_accuracy"] == 1.0 and summary["detection_recall"] == 1.0 \
-                and summary["detection_precision"] == 1.0
+    rows = bench_videos(FIXTURES.parent / "videos", "tallyup", Scanner("tallyup"), io.StringIO())
+    assert len(rows) == 3, "the Tally fixture videos are missing"
+    for row in rows:
+        assert row["rolls_read"] == row["rolls_labelled"], row
+        for roll in row["rolls"]:
+            assert 0.0 <= roll["latency_s"] <= 0.5, row
+            assert roll["wrong_confident"] == 0, row
+    right = sum(roll["faces_right"] for row in rows for roll in row["rolls"])
     assert right >= 5
 
 
