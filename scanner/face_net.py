@@ -21,8 +21,9 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-import cv2
 import numpy as np
+
+from scanner.nets import read_onnx
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class FaceNet:
             raise FileNotFoundError(f"face net {model} is missing; train one with "
                                     f"`python -m scanner.face_training --out {model}` (see its docstring)")
         data = Path(model).read_bytes()
-        self._net = cv2.dnn.readNetFromONNX(np.frombuffer(data, np.uint8))
+        self._net = read_onnx(data)
         self.model = Path(model)
         #: Names this net in the Tally models whose codes it made (see TallyModel.code_net).
         self.fingerprint = hashlib.sha256(data).hexdigest()[:12]

@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 
 from scanner.frames import UNSURE, DieReading
+from scanner.nets import read_onnx
 from scanner.tossup import order_clockwise
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class DieFinder:
         if not Path(model).exists():
             raise FileNotFoundError(f"die finder model {model} is missing; train one with "
                                     "`python -m scanner.finder_training` or reinstall dicetray")
-        self.net = cv2.dnn.readNetFromONNX(str(model))
+        self.net = read_onnx(Path(model).read_bytes())
         self.threshold = threshold
 
     def raw(self, image: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:

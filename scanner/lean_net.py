@@ -37,6 +37,7 @@ import numpy as np
 
 from scanner.finder import FinderRules, FoundDie, sigmoid
 from scanner.frames import DieReading
+from scanner.nets import read_onnx
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class LeanNet:
         if not Path(model).is_file():
             raise FileNotFoundError(f"lean net {model} is missing; train one with "
                                     f"`python -m scanner.lean_training --out {model}` (see its docstring)")
-        self._net = cv2.dnn.readNetFromONNX(str(model))
+        self._net = read_onnx(Path(model).read_bytes())
         self.threshold = threshold
 
     def chances(self, image: np.ndarray, readings: Sequence[DieReading]) -> list[float]:
