@@ -16,6 +16,11 @@ and on a dim table the light gains its first roll's white rims ask for, by which
 the pictures after that.
 Like the wizard's profile, the calibrated scanners keep the empty-tray photo, and drop readings
 where the frame still looks like it.
+
+The Tally Up test split is read in each light too: with the built-in look, and with a look
+taught (`calibrate teach`, the wizard's Tally step) from TALLY_TEACH_PHOTOS teach photos in
+the same light. Those photos come from other tables than the ones read (the test tables have too
+few rolls to show every face), so this is harder than teaching on the table itself.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import cv2
 import numpy as np
 
 from calibration.steps import black_level, confirmed_from_labels, find_tray, grow_tray, learn_tossup
+from calibration.teach import learn_tally_model
 from scanner.evaluate import Scorecard
 from scanner.labels import LabelledPhoto, photo_labels
 from scanner.reader import Scanner
@@ -59,6 +65,8 @@ LOOKS = (
 #: Dev photos the parameters are learned from: the first with at least this many dice per dev table.
 DEV_DICE = 8
 DEV_TABLES = 4
+#: The Tally look is taught from this many teach photos (issue 5: teaching may use at most 20).
+TALLY_TEACH_PHOTOS = 20
 
 
 def _card(scanner: Scanner, photos: Sequence[tuple[LabelledPhoto, np.ndarray]]) -> Scorecard:
@@ -68,10 +76,28 @@ def _card(scanner: Scanner, photos: Sequence[tuple[LabelledPhoto, np.ndarray]]) 
     return card
 
 
-def _line(card: Scorecard) -> str:
+def _line(card: Scorecard, identity: bool = False) -> str:
     s = card.summary()
-    return (f"recall {s['detection_recall']:.3f}  precision {s['detection_precision']:.3f}  "
+    named = f"identity {s['identity_accuracy']:.3f}  " if identity else ""
+    return (f"recall {s['detection_recall']:.3f}  precision {s['detection_precision']:.3f}  {named}"
             f"faces {s['face_accuracy']:.3f}  wrong-confident {s['wrong_confident_rate']:.4f}  ({s['labelled_dice']} dice)")
+
+
+def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], originals: dict[Path, np.ndarray],
+                   report: Callable[[str], None]) -> dict[str, float]:
+    """The Tally Up test split in `look`'s light: the built-in look vs one taught in that light."""
+    photos = [(label, look.apply(originals[label.image])) for label in labels]
+    report(f"[{look.name}] Tally Up test split, {len(photos)} photos")
+    built_in = _card(Scanner("tallyup"), photos)
+    report(f"  built-in look                     {_line(built_in, identity=True)}")
+    teach = [label for label in photo_labels(fixtures / "tallyup-teach") if label.dice][:TALLY_TEACH_PHOTOS]
+    taught_from = [(label.image.name, look.apply(cv2.imread(str(label.image), cv2.IMREAD_COLOR)), label.dice, label.scene)
+                   for label in teach]
+    result = learn_tally_model(taught_from)
+    taught = _card(Scanner("tallyup", tally=result.model), photos)
+    report(f"  taught on {len(teach)} teach photos in this light (other tables):")
+    report(f"                                    {_line(taught, identity=True)}")
+    return {"tally_built_in": built_in.summary()["read_right_of_all"], "tally_taught": taught.summary()["read_right_of_all"]}
 
 
 def _dev_calibration(fixtures: Path, look: Look) -> tuple[Scanner, str]:
@@ -118,10 +144,13 @@ def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPh
 
 def run_calibration_bench(fixtures: Path, report: Callable[[str], None] = print,
                           looks: Sequence[Look] = LOOKS) -> dict[str, dict[str, float]]:
-    """Prints, per look, test-split accuracy uncalibrated vs calibrated; returns the recalls."""
+    """Prints, per look, test-split accuracy uncalibrated vs calibrated; returns the Toss Up
+    recalls and the Tally Up shares of all dice read right."""
     start = time.perf_counter()
     labels = [label for label in photo_labels(fixtures / "tossup", split="test") if label.dice]
     originals = {label.image: cv2.imread(str(label.image), cv2.IMREAD_COLOR) for label in labels}
+    tally_labels = [label for label in photo_labels(fixtures / "tallyup", split="test") if label.dice]
+    originals.update((label.image, cv2.imread(str(label.image), cv2.IMREAD_COLOR)) for label in tally_labels)
     results: dict[str, dict[str, float]] = {}
     for look in looks:
         photos = [(label, look.apply(originals[label.image])) for label in labels]
@@ -153,6 +182,8 @@ def run_calibration_bench(fixtures: Path, report: Callable[[str], None] = print,
             "table_calibrated": wizard.summary()["detection_recall"],
             "table_no_black_level": no_black.summary()["detection_recall"],
         }
+        if tally_labels:
+            results[look.name].update(_tally_section(fixtures, look, tally_labels, originals, report))
     report(f"({time.perf_counter() - start:.0f} s)")
     return results
 

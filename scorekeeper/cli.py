@@ -229,7 +229,7 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fixture library (default: the repository's fixtures/).")
 def bench_calibration_command(fixtures: Path | None) -> None:
-    """Toss Up accuracy on the test split with a changed look: uncalibrated vs calibrated."""
+    """Test-split accuracy with a changed look: Toss Up uncalibrated vs calibrated, Tally Up built-in vs taught."""
     from calibration.bench import run_calibration_bench
     from scanner.cli import FIXTURES
 

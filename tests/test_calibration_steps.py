@@ -347,3 +347,23 @@ def test_the_verdict_names_dice_missed_in_a_walls_deep_shadow():
     # blown out now), but their squares are lit, so the misses are not put down to a shadow.
     lit = _check([np.clip(_photo(photo.image).astype(np.float32) * 3.0, 0, 255).astype(np.uint8)], photo)
     assert not any("deep shadow" in p for p in lit.problems), lit.problems
+
+
+def test_the_calibration_bench_reads_tally_dice_built_in_and_taught_in_the_changed_light(monkeypatch):
+    """`dicetray bench calibration`'s Tally part in miniature: two test photos in the warm, dim
+    light, read with the built-in look and with one taught from a few teach photos in that light."""
+    from calibration import bench
+
+    monkeypatch.setattr(bench, "TALLY_TEACH_PHOTOS", 9)  # the first seven (teach-s00) lie in glare: nothing to learn
+    labels = [label for label in photo_labels(FIXTURES / "tallyup", split="test") if label.dice][:2]
+    originals = {label.image: _photo(label.image) for label in labels}
+    lines: list[str] = []
+    shares = bench._tally_section(FIXTURES, LOOKS[1], labels, originals, lines.append)
+    assert lines[0] == f"[{LOOKS[1].name}] Tally Up test split, 2 photos"
+    assert "built-in look" in lines[1] and "identity" in lines[1]
+    assert "taught on 9 teach photos in this light" in lines[2] and "identity" in lines[3]
+    dice = sum(len(label.dice) for label in labels)
+    assert f"({dice} dice)" in lines[1] and f"({dice} dice)" in lines[3]
+    assert set(shares) == {"tally_built_in", "tally_taught"}
+    # Shares of the dice read right, counted over whole dice.
+    assert all(round(share * dice) == pytest.approx(share * dice, abs=1e-6) for share in shares.values())
