@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -127,3 +128,21 @@ def test_bench_scores_the_faces_glare_left_readable_on_their_own(tmp_path):
     assert summary["face_accuracy_unblown"] > summary["face_accuracy"]
     assert f"among the {flat - blown} of {flat} flat dice whose top face glare left less than 75% blown out" \
         in out.getvalue()
+
+
+def test_bench_times_the_photos_of_the_whole_set_on_their_own(tmp_path):
+    """The speed targets are for frames of all seven Tally dice (all ten Toss Up dice): the bench
+    gives their median beside that of every photo."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    (tmp_path / "tallyup").mkdir()
+    for name in ("tallyup-s04-r00", "tallyup-s00-r00"):  # seven dice, three dice
+        for suffix in (".jpg", ".json"):
+            shutil.copy(fixtures / "tallyup" / (name + suffix), tmp_path / "tallyup")
+    out = io.StringIO()
+    summary = bench_scanner(None, ["tallyup"], tmp_path, None, out)["tallyup"]
+    assert summary["ms_median_full_set"] > 0
+    assert "    all 7 dice" in out.getvalue() and "(1 photos)" in out.getvalue()
+    (tmp_path / "tallyup" / "tallyup-s04-r00.json").unlink()
+    out = io.StringIO()
+    summary = bench_scanner(None, ["tallyup"], tmp_path, None, out)["tallyup"]
+    assert math.isnan(summary["ms_median_full_set"]) and "all 7 dice" not in out.getvalue()
