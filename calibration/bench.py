@@ -17,10 +17,13 @@ the pictures after that.
 Like the wizard's profile, the calibrated scanners keep the empty-tray photo, and drop readings
 where the frame still looks like it.
 
-The Tally Up test split is read in each light too: with the built-in look, and with a look
-taught (`calibrate teach`, the wizard's Tally step) from TALLY_TEACH_PHOTOS teach photos in
-the same light. Those photos come from other tables than the ones read (the test tables have too
-few rolls to show every face), so this is harder than teaching on the table itself.
+The Tally Up test split is read in each light too: with the built-in look; with a look taught
+(`calibrate teach`, the wizard's Tally step) from TALLY_TEACH_PHOTOS teach photos in the same
+light, from other tables than the ones read (the test tables have too few rolls to show every
+face), which is harder than teaching on the table itself; and per table as the wizard calibrates
+it, the built-in look reading with the table's black level and light gains. The wizard measures
+the gains on its Toss Up roll's white rims; no Tally table has one, so here they are measured on
+the table's first Tally roll (the white Up Die and prints are its brightest surfaces).
 """
 
 from __future__ import annotations
@@ -34,11 +37,11 @@ from typing import Callable, Sequence
 import cv2
 import numpy as np
 
-from calibration.steps import black_level, confirmed_from_labels, find_tray, grow_tray, learn_tossup
+from calibration.steps import black_level, confirmed_from_labels, find_tray, grow_tray, learn_tossup, light_gains
 from calibration.teach import learn_tally_model
 from scanner.evaluate import Scorecard
 from scanner.labels import LabelledPhoto, photo_labels
-from scanner.reader import Scanner
+from scanner.reader import Scanner, subtract_black_level
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +100,28 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
     taught = _card(Scanner("tallyup", tally=result.model), photos)
     report(f"  taught on {len(teach)} teach photos in this light (other tables):")
     report(f"                                    {_line(taught, identity=True)}")
-    return {"tally_built_in": built_in.summary()["read_right_of_all"], "tally_taught": taught.summary()["read_right_of_all"]}
+    by_table: dict[str, list[tuple[LabelledPhoto, np.ndarray]]] = {}
+    for label, image in photos:
+        by_table.setdefault(str(label.scene.get("setup")), []).append((label, image))
+    plain_rest, wizard = Scorecard(), Scorecard()
+    for setup, table_photos in sorted(by_table.items()):
+        if len(table_photos) < 2:
+            continue
+        (_, first), rest = table_photos[0], table_photos[1:]
+        empty = cv2.imread(str(fixtures / "tallyup" / f"{setup}-empty.jpg"), cv2.IMREAD_COLOR)
+        empty = look.apply(empty) if empty is not None else None
+        level = black_level(empty) if empty is not None else None
+        calibrated = Scanner("tallyup", black_level=level, light_gains=light_gains([subtract_black_level(first, level)]),
+                             empty_tray=empty)
+        for card, reader in ((plain_rest, Scanner("tallyup")), (wizard, calibrated)):
+            for label, image in rest:
+                card.add(label.image.name, label.dice, reader.read(image))
+    report("  per table as the wizard does it (empty tray + first roll; the other rolls scored):")
+    report(f"    uncalibrated                    {_line(plain_rest, identity=True)}")
+    report(f"    calibrated                      {_line(wizard, identity=True)}")
+    return {"tally_built_in": built_in.summary()["read_right_of_all"], "tally_taught": taught.summary()["read_right_of_all"],
+            "tally_table_uncalibrated": plain_rest.summary()["read_right_of_all"],
+            "tally_table_calibrated": wizard.summary()["read_right_of_all"]}
 
 
 def _dev_calibration(fixtures: Path, look: Look) -> tuple[Scanner, str]:

@@ -73,7 +73,7 @@ def check_command(profile: Path, data_dir: Path | None) -> None:
         click.echo(f"{profile}: {error}", err=True)
         sys.exit(1)
     taught = "taught Tally look" if loaded.tallyup is not None else "built-in Tally look"
-    light = ("; dim light: Toss Up pictures brightened x" + "/".join(f"{g:.1f}" for g in loaded.light_gains)
+    light = ("; dim light: pictures brightened x" + "/".join(f"{g:.1f}" for g in loaded.light_gains)
              + " (blue/green/red)") if loaded.light_gains else ""
     click.echo(f"{profile}: OK ({loaded.name}; {taught}{light})")
     if loaded.tallyup is not None:

@@ -44,7 +44,7 @@ class Profile:
     #: stray or coloured room light; subtracted before reading, it gives the dice back their
     #: contrast. None = nothing to subtract. (Measured by the calibration wizard, step 2.)
     black_level: tuple[float, float, float] | None = None
-    #: Per channel (B, G, R, 1-4): how much to brighten a dim table's Toss Up pictures after
+    #: Per channel (B, G, R, 1-4): how much to brighten a dim table's pictures after
     #: the black level (calibration.steps.light_gains, step 4). None = the light is enough.
     light_gains: tuple[float, float, float] | None = None
     camera: dict[str, Any] = field(default_factory=dict)

@@ -30,7 +30,7 @@ from calibration.steps import (
 from scanner.face_net import FaceNet
 from scanner.finder import DieFinder
 from scanner.frames import DieReading
-from scanner.reader import Scanner, subtract_black_level
+from scanner.reader import Scanner, cleaned_picture
 from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.tossup import TossUpParams
 
@@ -221,7 +221,7 @@ class CalibrationSession:
             readings = list(Scanner("tossup", tossup=self.tossup_params(), black_level=self._black_level(),
                                     light_gains=self._light_gains(), finder=self.finder()).read(image))
         else:
-            readings = list(self._tally().read(subtract_black_level(image, self._black_level())))
+            readings = list(self._tally().read(self._cleaned(image)))
         # Not cut to the tray yet: the tray found in the empty photo may be a little small, and
         # the user sees (and can drop) anything read outside it.
         shot = self._add_shot(dice_set, image, readings)
@@ -294,6 +294,10 @@ class CalibrationSession:
         """This table's stray light once its empty tray is captured, else the base profile's."""
         return self.black_level if self.empty_id else self.base.black_level
 
+    def _cleaned(self, image: np.ndarray) -> np.ndarray:
+        """A Tally picture as the saved profile's scanner will read it (see Scanner._cleaned)."""
+        return cleaned_picture(image, self._black_level(), self._light_gains())
+
     def _light_gains(self) -> tuple[float, float, float] | None:
         """What this table's confirmed Toss Up rolls measured, else the base profile's."""
         with self._lock:
@@ -323,7 +327,10 @@ class CalibrationSession:
         shots = self._confirmed("tallyup")
         if not shots:
             raise CalibrationError("no confirmed Tally rolls yet: roll the Tally Dice and confirm them", 409)
-        photos = [(f"roll {i + 1}", s.image(), tuple(d.labelled() for d in s.confirmed or ())) for i, s in enumerate(shots)]
+        # Taught from the pictures as the profile's scanner will read them (stray light off, a
+        # dim lamp brightened back): the look learned is the look it will see.
+        photos = [(f"roll {i + 1}", self._cleaned(s.image()), tuple(d.labelled() for d in s.confirmed or ()))
+                  for i, s in enumerate(shots)]
         try:
             result = learn_tally_model(photos, source=f"calibration wizard ({self.name})", face_net=self.face_net())
         except ValueError as error:

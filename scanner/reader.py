@@ -46,8 +46,8 @@ class Scanner:
     #: and lamp; readings where a frame still looks like it are the tray, not dice.
     empty_tray: np.ndarray | None = field(default=None, repr=False)
     #: From a calibration profile: per channel (B, G, R), how much to brighten this table's
-    #: Toss Up pictures (after the black level) so that a dim lamp's white comes near full
-    #: scale, as a camera's own exposure would. None = as they come.
+    #: pictures (after the black level) so that a dim lamp's white comes near full scale, as a
+    #: camera's own exposure would. None = as they come.
     light_gains: tuple[float, float, float] | None = None
     #: The learned die finder that adds the dice the hand-written readers missed; None = the
     #: built-in net (scanner/data/finder.onnx), unless use_finder is off. Not used with "any".
@@ -86,9 +86,12 @@ class Scanner:
                                              finder_rules=self.finder_rules, face_net=self.face_net)
 
     def _cleaned(self, image: np.ndarray) -> np.ndarray:
-        cleaned = subtract_black_level(image, self.black_level)
-        # The Tally reader learns its look from the user's own photos as they come (teaching).
-        return brightened(cleaned, self.light_gains) if self.dice_set == "tossup" else cleaned
+        # Both readers, and the finder, see a dim table's pictures brightened back. Tally Dice
+        # under a warm lamp at half the light, calibrated per table as the wizard does it:
+        # identity 0.928 -> 0.995 and faces 0.888 -> 0.955 on the dev split, 0.942 -> 0.972 and
+        # 0.896 -> 0.929 on the test split (`dicetray bench calibration`). The wizard teaches the
+        # Tally look from pictures cleaned the same way.
+        return cleaned_picture(image, self.black_level, self.light_gains)
 
     def read(self, image: np.ndarray) -> Sequence[DieReading]:
         cleaned = self._cleaned(image)
@@ -156,6 +159,12 @@ def subtract_black_level(image: np.ndarray, level: Sequence[float] | None) -> np
     if level is None:
         return image
     return cv2.subtract(image, (float(level[0]), float(level[1]), float(level[2]), 0.0))
+
+
+def cleaned_picture(image: np.ndarray, level: Sequence[float] | None, gains: Sequence[float] | None) -> np.ndarray:
+    """A picture as a calibration profile's scanner reads it: the table's stray light (`level`)
+    taken off, then a dim lamp brightened back (`gains`); unchanged without either."""
+    return brightened(subtract_black_level(image, level), gains)
 
 
 def brightened(image: np.ndarray, gains: Sequence[float] | None) -> np.ndarray:

@@ -364,6 +364,55 @@ def test_the_calibration_bench_reads_tally_dice_built_in_and_taught_in_the_chang
     assert "taught on 9 teach photos in this light" in lines[2] and "identity" in lines[3]
     dice = sum(len(label.dice) for label in labels)
     assert f"({dice} dice)" in lines[1] and f"({dice} dice)" in lines[3]
-    assert set(shares) == {"tally_built_in", "tally_taught"}
+    assert set(shares) == {"tally_built_in", "tally_taught", "tally_table_uncalibrated", "tally_table_calibrated"}
     # Shares of the dice read right, counted over whole dice.
     assert all(round(share * dice) == pytest.approx(share * dice, abs=1e-6) for share in shares.values())
+
+
+def test_a_dim_lamp_is_brightened_back_for_tally_dice_too():
+    """Half of a warm lamp's light on a fixed camera (dev table s18): the Tally reader, with the
+    finder, sees the picture brightened by the profile's light gains, and reads the dice it
+    could not read in the dark one, where it had read one die wrong."""
+    look = LOOKS[1]  # warm cast, half the light
+    photo = load_photo_label(FIXTURES / "tallyup" / "tallyup-s18-r01.json")
+    image = look.apply(_photo(photo.image))
+    gains = light_gains([image])
+    assert gains is not None and gains[0] > gains[1] > gains[2] >= 1.0  # the warm lamp's blue is the dimmest
+
+    def right_and_wrong(scanner: Scanner) -> tuple[int, int]:
+        readings = scanner.read(image)
+        outcomes = [(readings[ri].die, readings[ri].face) == (photo.dice[li].die, photo.dice[li].face) or
+                    ("unsure" if readings[ri].face == "unsure" else False) for li, ri in match(photo.dice, readings)]
+        return outcomes.count(True), outcomes.count(False)
+
+    dark_right, dark_wrong = right_and_wrong(Scanner("tallyup"))
+    lit_right, lit_wrong = right_and_wrong(Scanner("tallyup", light_gains=gains))
+    assert (dark_right, dark_wrong) == (0, 1)  # measured: no die read right, one read wrong
+    assert lit_right == len(photo.dice) and lit_wrong == 0
+
+
+def test_the_wizard_teaches_the_tally_dice_from_pictures_cleaned_as_the_scanner_reads_them(monkeypatch):
+    from calibration import teach
+    from calibration.profile import Profile as SavedProfile
+    from calibration.session import CalibrationSession
+    from scanner.reader import cleaned_picture
+
+    level, gains = (6.0, 5.0, 4.0), (2.0, 1.6, 1.3)
+    session = CalibrationSession("dim", base=SavedProfile(name="dim", black_level=level, light_gains=gains))
+    photo = load_photo_label(FIXTURES / "tallyup" / "tallyup-s18-r01.json")
+    image = _photo(photo.image)
+    shot = session.capture_roll(image, "tallyup")["shot"]
+    session.confirm(shot["id"], [{"die": d.die, "face": d.face, "center": list(d.center)} for d in photo.dice])
+    taught: list[np.ndarray] = []
+
+    def learn(photos, **kwargs):
+        taught.extend(picture for _, picture, _ in photos)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(teach, "learn_tally_model", learn)
+    with pytest.raises(Exception, match="stop here"):
+        session.learn_tally()
+    kept = cv2.imdecode(np.frombuffer(session.jpeg(shot["id"]), np.uint8), cv2.IMREAD_COLOR)  # the shot as stored
+    assert len(taught) == 1
+    assert np.array_equal(taught[0], cleaned_picture(kept, level, gains))
+    assert not np.array_equal(taught[0], kept)

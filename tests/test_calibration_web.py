@@ -241,7 +241,7 @@ def test_calibrate_list_use_and_check_by_name(tmp_path: Path):
     checked = runner.invoke(main, ["calibrate", "check", "day", "--data", data])
     assert checked.exit_code == 1 and "field 'version' is 0" in checked.output and "Traceback" not in checked.output
     night = runner.invoke(main, ["calibrate", "check", "night", "--data", data])
-    assert night.exit_code == 0 and "dim light: Toss Up pictures brightened x2.8/2.0/1.4 (blue/green/red)" in night.output
+    assert night.exit_code == 0 and "dim light: pictures brightened x2.8/2.0/1.4 (blue/green/red)" in night.output
 
 
 def test_serve_reads_with_the_active_profile(tmp_path: Path):
