@@ -33,6 +33,7 @@ from scanner.evaluate import match
 from scanner.face_net import NO_FACE, FaceNet, unit_rows
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie, load_photo_label
+from scanner.reader import cleaned_picture
 from scanner.tally import (
     DIE_FACES, SHIFT, TEMPLATE_SIDE, BodyColour, FaceTemplate, TallyModel, TallyParams, balance_gains,
     choose_dice, colour_distances, compile_model, face_patch, find_blobs, identify, ink_of, lab_of, match_face,
@@ -325,7 +326,9 @@ def teach_folders(folders: Sequence[Path], out: Path, split: str | None = None, 
     """Learn from every labelled photo in `folders` (optionally one split) and save into `out`.
 
     An existing profile at `out` keeps all its other fields; it is only replaced, atomically,
-    when learning succeeded. Returns None (and writes nothing) when it did not.
+    when learning succeeded. Returns None (and writes nothing) when it did not. The photos are
+    taken to be of that profile's table: with its black level or light gains they are cleaned
+    as its scanner will clean them before reading (the wizard teaches the same way).
     """
     report = report or sys.stdout
     problems: list[str] = []
@@ -344,6 +347,10 @@ def teach_folders(folders: Sequence[Path], out: Path, split: str | None = None, 
             problems.append(f"{out}: existing profile not readable ({error}); it is left as it is")
             _print_problems(problems, report)
             return None
+    if base is not None and (base.black_level or base.light_gains):
+        photos = [(name, cleaned_picture(image, base.black_level, base.light_gains), dice, scene)
+                  for name, image, dice, scene in photos]
+        print(f"photos read as {out}'s scanner reads them (stray light off, a dim lamp brightened back)", file=report)
     try:
         result = learn_tally_model(photos, params, source=", ".join(str(f) for f in folders))
     except ValueError as error:

@@ -175,3 +175,36 @@ def test_any_finds_tally_dice_and_toss_up_dice_without_reading_them(teach_dir, t
     assert all(r.die is None and r.face is None for r in readings)
     for label in labels:
         assert min(math.dist(r.center, label.center) for r in readings) < 6
+
+
+def test_teaching_into_a_dim_tables_profile_cleans_the_photos_as_its_scanner_will(teach_dir, tmp_path, monkeypatch, capsys):
+    import cv2
+    import numpy as np
+
+    from calibration import teach
+    from scanner.labels import load_photo_label
+    from scanner.reader import cleaned_picture
+
+    def raw_of(label_name):
+        return cv2.imread(str(load_photo_label(teach_dir / label_name).image), cv2.IMREAD_COLOR)
+
+    level, gains = (4.0, 3.0, 2.0), (1.8, 1.4, 1.2)
+    out = save_profile(Profile(name="evening", black_level=level, light_gains=gains), tmp_path / "evening.json")
+    taught = []
+
+    def learn(photos, *args, **kwargs):
+        taught.extend((name, image) for name, image, _, _ in photos)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(teach, "learn_tally_model", learn)
+    assert teach_folders([teach_dir], out) is None
+    assert "read as" in capsys.readouterr().out
+    assert taught
+    for name, image in taught:
+        raw = raw_of(name)
+        assert np.array_equal(image, cleaned_picture(raw, level, gains)) and not np.array_equal(image, raw)
+    taught.clear()
+    plain = save_profile(Profile(name="daylight"), tmp_path / "daylight.json")
+    teach_folders([teach_dir], plain)
+    name, image = taught[0]
+    assert np.array_equal(image, raw_of(name))
