@@ -88,18 +88,25 @@ def _line(card: Scorecard, identity: bool = False) -> str:
 
 def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], originals: dict[Path, np.ndarray],
                    report: Callable[[str], None]) -> dict[str, float]:
-    """The Tally Up test split in `look`'s light: the built-in look vs one taught in that light."""
+    """The Tally Up test split in `look`'s light: the built-in look, one taught in that light
+    (when the fixtures hold teach photos) and, per table, the wizard's black level and gains."""
     photos = [(label, look.apply(originals[label.image])) for label in labels]
     report(f"[{look.name}] Tally Up test split, {len(photos)} photos")
     built_in = _card(Scanner("tallyup"), photos)
     report(f"  built-in look                     {_line(built_in, identity=True)}")
+    shares = {"tally_built_in": built_in.summary()["read_right_of_all"]}
     teach = [label for label in photo_labels(fixtures / "tallyup-teach") if label.dice][:TALLY_TEACH_PHOTOS]
     taught_from = [(label.image.name, look.apply(cv2.imread(str(label.image), cv2.IMREAD_COLOR)), label.dice, label.scene)
                    for label in teach]
-    result = learn_tally_model(taught_from)
-    taught = _card(Scanner("tallyup", tally=result.model), photos)
-    report(f"  taught on {len(teach)} teach photos in this light (other tables):")
-    report(f"                                    {_line(taught, identity=True)}")
+    try:
+        result = learn_tally_model(taught_from)
+    except ValueError as error:
+        report(f"  not taught ({len(teach)} teach photos): {error}")
+    else:
+        taught = _card(Scanner("tallyup", tally=result.model), photos)
+        report(f"  taught on {len(teach)} teach photos in this light (other tables):")
+        report(f"                                    {_line(taught, identity=True)}")
+        shares["tally_taught"] = taught.summary()["read_right_of_all"]
     by_table: dict[str, list[tuple[LabelledPhoto, np.ndarray]]] = {}
     for label, image in photos:
         by_table.setdefault(str(label.scene.get("setup")), []).append((label, image))
@@ -119,9 +126,9 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
     report("  per table as the wizard does it (empty tray + first roll; the other rolls scored):")
     report(f"    uncalibrated                    {_line(plain_rest, identity=True)}")
     report(f"    calibrated                      {_line(wizard, identity=True)}")
-    return {"tally_built_in": built_in.summary()["read_right_of_all"], "tally_taught": taught.summary()["read_right_of_all"],
-            "tally_table_uncalibrated": plain_rest.summary()["read_right_of_all"],
-            "tally_table_calibrated": wizard.summary()["read_right_of_all"]}
+    shares["tally_table_uncalibrated"] = plain_rest.summary()["read_right_of_all"]
+    shares["tally_table_calibrated"] = wizard.summary()["read_right_of_all"]
+    return shares
 
 
 def _dev_calibration(fixtures: Path, look: Look) -> tuple[Scanner, str]:

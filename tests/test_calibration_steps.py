@@ -367,6 +367,11 @@ def test_the_calibration_bench_reads_tally_dice_built_in_and_taught_in_the_chang
     assert set(shares) == {"tally_built_in", "tally_taught", "tally_table_uncalibrated", "tally_table_calibrated"}
     # Shares of the dice read right, counted over whole dice.
     assert all(round(share * dice) == pytest.approx(share * dice, abs=1e-6) for share in shares.values())
+    # A fixture library without teach photos: said so, the rest measured.
+    lines.clear()
+    shares = bench._tally_section(FIXTURES / "no-such-library", LOOKS[1], labels, originals, lines.append)
+    assert lines[2].startswith("  not taught (0 teach photos)") and "tally_taught" not in shares
+    assert "per table as the wizard does it" in lines[3] and "tally_table_calibrated" in shares
 
 
 def test_a_dim_lamp_is_brightened_back_for_tally_dice_too():
