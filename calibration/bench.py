@@ -90,13 +90,29 @@ def _line(card: Scorecard, identity: bool = False) -> str:
             f"faces {s['face_accuracy']:.3f}  wrong-confident {s['wrong_confident_rate']:.4f}  ({s['labelled_dice']} dice)")
 
 
+def _tables(photos: Sequence[tuple[LabelledPhoto, np.ndarray]]) -> list[tuple[str, list[tuple[LabelledPhoto, np.ndarray]]]]:
+    """The photos per table (setup), in setup order; only tables with a roll left to score after
+    the first one the wizard calibrates on."""
+    by_table: dict[str, list[tuple[LabelledPhoto, np.ndarray]]] = {}
+    for label, image in photos:
+        by_table.setdefault(str(label.scene.get("setup")), []).append((label, image))
+    return [(setup, table_photos) for setup, table_photos in sorted(by_table.items()) if len(table_photos) >= 2]
+
+
+def _empty_tray(fixtures: Path, dice_set: str, setup: str, look: Look) -> np.ndarray | None:
+    """The table's empty-tray photo in `look`'s light, if the fixtures hold one."""
+    empty = cv2.imread(str(fixtures / dice_set / f"{setup}-empty.jpg"), cv2.IMREAD_COLOR)
+    return look.apply(empty) if empty is not None else None
+
+
 def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], originals: dict[Path, np.ndarray],
                    report: Callable[[str], None]) -> dict[str, float]:
     """The Tally Up test split in `look`'s light: the built-in look, one taught in that light
     (when the fixtures hold teach photos) and, per table, the wizard's black level and gains."""
     photos = [(label, look.apply(originals[label.image])) for label in labels]
     report(f"[{look.name}] Tally Up test split, {len(photos)} photos")
-    built_in = _card(Scanner("tallyup"), photos)
+    plain = Scanner("tallyup")
+    built_in = _card(plain, photos)
     report(f"  built-in look                     {_line(built_in, identity=True)}")
     shares = {"tally_built_in": built_in.summary()["read_right_of_all"]}
     teach = [label for label in photo_labels(fixtures / "tallyup-teach") if label.dice][:TALLY_TEACH_PHOTOS]
@@ -111,20 +127,14 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
         report(f"  taught on {len(teach)} teach photos in this light (other tables):")
         report(f"                                    {_line(taught, identity=True)}")
         shares["tally_taught"] = taught.summary()["read_right_of_all"]
-    by_table: dict[str, list[tuple[LabelledPhoto, np.ndarray]]] = {}
-    for label, image in photos:
-        by_table.setdefault(str(label.scene.get("setup")), []).append((label, image))
     plain_rest, wizard = Scorecard(), Scorecard()
-    for setup, table_photos in sorted(by_table.items()):
-        if len(table_photos) < 2:
-            continue
+    for setup, table_photos in _tables(photos):
         (_, first), rest = table_photos[0], table_photos[1:]
-        empty = cv2.imread(str(fixtures / "tallyup" / f"{setup}-empty.jpg"), cv2.IMREAD_COLOR)
-        empty = look.apply(empty) if empty is not None else None
+        empty = _empty_tray(fixtures, "tallyup", setup, look)
         level = black_level(empty) if empty is not None else None
         calibrated = Scanner("tallyup", black_level=level, light_gains=light_gains([subtract_black_level(first, level)]),
                              empty_tray=empty)
-        for card, reader in ((plain_rest, Scanner("tallyup")), (wizard, calibrated)):
+        for card, reader in ((plain_rest, plain), (wizard, calibrated)):
             for label, image in rest:
                 card.add(label.image.name, label.dice, reader.read(image))
     report("  per table as the wizard does it (empty tray + first roll; the other rolls scored):")
@@ -156,9 +166,7 @@ def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPh
     Returns the calibrated scanner, the same calibration without the black-level step (to show
     what that step is worth), and the photos left to score.
     """
-    empty_path = fixtures / "tossup" / f"{setup}-empty.jpg"
-    empty = cv2.imread(str(empty_path), cv2.IMREAD_COLOR)
-    empty = look.apply(empty) if empty is not None else None
+    empty = _empty_tray(fixtures, "tossup", setup, look)
     found = find_tray(empty) if empty is not None else None
     (first_label, first_image), rest = photos[0], photos[1:]
     confirmed = confirmed_from_labels(first_label.dice)
@@ -190,21 +198,17 @@ def run_calibration_bench(fixtures: Path, report: Callable[[str], None] = print,
     for look in looks:
         photos = [(label, look.apply(originals[label.image])) for label in labels]
         report(f"[{look.name}] Toss Up test split, {len(photos)} photos")
-        plain = _card(Scanner("tossup"), photos)
+        uncalibrated = Scanner("tossup")
+        plain = _card(uncalibrated, photos)
         report(f"  uncalibrated                      {_line(plain)}")
         scanner, source = _dev_calibration(fixtures, look)
         calibrated = _card(scanner, photos)
         report(f"  calibrated on {source}:")
         report(f"                                    {_line(calibrated)}")
-        by_table: dict[str, list[tuple[LabelledPhoto, np.ndarray]]] = {}
-        for label, image in photos:
-            by_table.setdefault(str(label.scene.get("setup")), []).append((label, image))
         plain_rest, wizard, no_black = Scorecard(), Scorecard(), Scorecard()
-        for setup, table_photos in sorted(by_table.items()):
-            if len(table_photos) < 2:
-                continue
+        for setup, table_photos in _tables(photos):
             table_scanner, without, rest = _table_calibration(fixtures, setup, table_photos, look)
-            for card, reader in ((plain_rest, Scanner("tossup")), (wizard, table_scanner), (no_black, without)):
+            for card, reader in ((plain_rest, uncalibrated), (wizard, table_scanner), (no_black, without)):
                 for label, image in rest:
                     card.add(label.image.name, label.dice, reader.read(image))
         report("  per table as the wizard does it (empty tray + first roll; the other rolls scored):")
