@@ -58,7 +58,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import cv2
 import numpy as np
@@ -67,6 +67,7 @@ from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet, unit_rows
 from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
+from scanner.shade import Shade, lifted, measure_shade
 from scanner.tossup import half_size, illuminant, order_clockwise
 from scorekeeper.rules.dice import STAR, TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
@@ -275,6 +276,12 @@ class TallyParams:
     rim_share: float = 0.08
     rim_over_tray: float = 1.0
     rim_identity_confidence: float = 0.5
+    #: The shade pass (TallyReader._with_shaded): a part of the frame lit at most 1/shade_gain
+    #: of its common light is in shade, lifted by up to shade_lift; a die it adds must be
+    #: darker there than shade_dark of the frame's white (its 99th percentile).
+    shade_gain: float = 2.0
+    shade_lift: float = 4.0
+    shade_dark: float = 0.4
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.
@@ -2096,11 +2103,27 @@ class TallyReader:
         # (see below): on most frames every die is found and read without it.
         finder = self.finder
         found_by_net = functools.cache(lambda: finder.find(image, half) if finder is not None else [])
+        found = find_blobs(image, self.compiled, self.model, self.params, gains, half)
+        dice, typical = self._read_blobs(image, gains, found, found_by_net, with_faces)
+        complete = with_faces and {d.die for d in dice if d.face not in (None, UNSURE)} >= set(self.model.bodies)
+        if self.finder is not None and not complete:
+            # A set has one die of each: with every one of them read there is none to add.
+            if with_faces:
+                dice = self._without_specks(dice, found_by_net())
+            dice = self._with_found(image, gains, dice, found_by_net(), typical, with_faces)
+        if with_faces and not complete:
+            dice = self._with_shaded(image, gains, half, dice, typical)
+        return dice
+
+    def _read_blobs(self, image: np.ndarray, gains: np.ndarray, found: Sequence[Blob],
+                    found_by_net: Callable[[], Sequence[FoundDie]], with_faces: bool,
+                    typical: float | None = None) -> tuple[list[DieRead], float | None]:
+        """(the dice read from the colour blobs `found`, the frame's common die size when
+        enough of them agree on it, else `typical`)."""
         # A patch of tray or rim in a die's colour carries no print like that die's: the best
         # template of its colour must match at least a little (before choosing one per colour,
         # so such a patch cannot take the real die's place).
         printed = []
-        found = find_blobs(image, self.compiled, self.model, self.params, gains, half)
         patterned = {die for die, count in Counter(b.die for b in found).items()
                      if count >= (self.params.pattern_blobs_neutral if self._neutral(die) else self.params.pattern_blobs)}
         for blob in found:
@@ -2120,7 +2143,6 @@ class TallyReader:
                 printed.append(blob)
         dice = []
         chosen = choose_dice(printed, self.model, self.params)
-        typical: float | None = None  # the frame's common die size, when enough dice agree on it
         if len(chosen) >= 3:
             # Every die in a set is the same size: a top face found much smaller than the
             # others is a part of it (print cut the body apart, a shadow took a corner). The
@@ -2192,13 +2214,55 @@ class TallyReader:
                     log.debug("%s blob at %s taken for tray (patterned: %s)", blob.die, blob.center, blob.die in patterned)
                     continue
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
-        complete = with_faces and {d.die for d in dice if d.face not in (None, UNSURE)} >= set(self.model.bodies)
-        if self.finder is not None and not complete:
-            # A set has one die of each: with every one of them read there is none to add.
-            if with_faces:
-                dice = self._without_specks(dice, found_by_net())
-            dice = self._with_found(image, gains, dice, found_by_net(), typical, with_faces)
-        return dice
+        return dice, typical
+
+    def _with_shaded(self, image: np.ndarray, gains: np.ndarray, half: np.ndarray, dice: list[DieRead],
+                     typical: float | None) -> list[DieRead]:
+        """`dice` plus the dice the finder finds in the frame's shade lifted (scanner.shade),
+        read there as _with_found reads the finder's dice: a die in a wall's shadow on a white
+        board is too dark for the colour bands learned under the lamp, and too dark for the
+        finder in the picture as it comes. Only a die whose name no die of the frame has, in
+        shade and dark there (a lit die beside a dark patch is read as it is: on the dev split
+        the one such addition was a lit die partly hidden under another, its print read
+        wrong), with its face read."""
+        params = self.params
+        held = {d.die for d in dice if d.die not in (None, UNSURE)}
+        if self.finder is None or held >= set(self.model.bodies):
+            return dice
+        # Measured on the halved frame (the finder's input), its cells twice as large in the whole.
+        half_shade = measure_shade(half, params.shade_lift)
+        if float(half_shade.gains.max()) < params.shade_gain:
+            return dice
+        shade = Shade(half_shade.gains, half_shade.cell * image.shape[1] // half.shape[1])
+        shaded = [die for die in self.finder.find(image, lifted(half, half_shade))
+                  if shade.at(die.center) >= params.shade_gain
+                  and self.finder_rules.admits(die, [(d.blob.center, d.blob.side) for d in dice])]
+        if not shaded:
+            return dice
+        # Lifted only around them (a die and a half each way: the reads place squares nearby).
+        reach = 1.5 * max(die.side for die in shaded)
+        box = (max(int(min(die.center[0] for die in shaded) - reach), 0),
+               max(int(min(die.center[1] for die in shaded) - reach), 0),
+               min(int(max(die.center[0] for die in shaded) + reach) + 1, image.shape[1]),
+               min(int(max(die.center[1] for die in shaded) + reach) + 1, image.shape[0]))
+        bright = image.copy()
+        bright[box[1]:box[3], box[0]:box[2]] = lifted(image, shade, box)
+        added = self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]
+        blue, green, red = cv2.split(image)
+        value = cv2.max(cv2.max(blue, green), red)
+        white = float(np.percentile(value[::4, ::4], 99))
+        result = list(dice)
+        for die in added:
+            if die.die in (None, UNSURE) or die.die in held or die.face in (None, UNSURE):
+                continue
+            inside = np.zeros(value.shape, np.uint8)
+            cv2.fillConvexPoly(inside, np.round(die.blob.quad).astype(np.int32), 255)
+            if not cv2.countNonZero(inside) or float(np.median(value[inside > 0])) > params.shade_dark * white:
+                continue
+            log.debug("%s %s read in the shade at %s", die.die, die.face, die.blob.center)
+            held.add(die.die)
+            result.append(die)
+        return result
 
     def _without_specks(self, dice: list[DieRead], found: Sequence[FoundDie]) -> list[DieRead]:
         """`dice` less the unread ones far smaller than the dice the finder is sure of, where it

@@ -2,8 +2,8 @@
 
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
-the built-in look, the die finder and the face net (70 photos, 308 dice: recall 94.5 %,
-precision 98.3 %, identity 96.8 %, faces 93.3 % of the dice found, 88.9 % of all flat dice read
+the built-in look, the die finder and the face net (70 photos, 308 dice: recall 95.8 %,
+precision 98.3 %, identity 96.9 %, faces 93.4 % of the dice found, 90.2 % of all flat dice read
 right, no confident mistake; until two dice nearest one colour shared the colours out together
 (tally.assign_identities), an orange (70), half clipped and so yellowish, was read as yellow
 (40) beside the yellow die). The dice only the finder finds are mostly in deep shadow, white on white or
@@ -16,6 +16,8 @@ They guard against getting worse, above all against confident wrong readings.
 from __future__ import annotations
 
 import io
+import math
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -24,8 +26,11 @@ import pytest
 from calibration.teach import learn_tally_model
 from scanner.cli import bench_videos
 from scanner.evaluate import Scorecard, score_perturbed
+from scanner.face_net import FaceNet
+from scanner.finder import DieFinder
 from scanner.labels import photo_labels
 from scanner.reader import Scanner
+from scanner.tally import TallyParams, TallyReader, default_model
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tallyup"
 
@@ -48,12 +53,12 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     card = _card("test")
     summary = card.summary()
     assert summary["detection_precision"] >= 0.975, card.failures
-    assert summary["detection_recall"] >= 0.94, card.failures
+    assert summary["detection_recall"] >= 0.95, card.failures
     assert summary["identity_accuracy"] >= 0.96, card.failures
     # The target of issue 5: at most 0.2 % (fewer than one die in 308).
     assert summary["wrong_confident_rate"] <= 0.002, card.failures
     assert summary["face_accuracy"] >= 0.92, card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.88, card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.895, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -65,6 +70,30 @@ def test_empty_trays_have_no_dice():
     # Today (19 trays): one stray "die" (a purple square of plaid), never two on one tray.
     assert sum(found.values()) <= 0.1 * len(empties), found
     assert max(found.values()) <= 1, found
+
+
+@pytest.mark.parametrize("photo, die, face", [("tallyup-s18-r02.jpg", "orange", "star"),
+                                               ("tallyup-s07-r08.jpg", "red", "50")])
+def test_a_die_in_a_walls_shadow_is_found_where_the_shade_is_lifted(photo, die, face):
+    """Two dice of the dev split lie in the tray wall's shadow (a white board, a plaid cloth),
+    too dark for their colour band and for the finder in the picture as it comes: the shade
+    pass (TallyReader._with_shaded) finds them and reads them right. Without it they are
+    missed. Over the dev split it adds these two; over the test split four dice on a white
+    board, none of them wrong."""
+    label = next((label for label in photo_labels(FIXTURES, "dev") if label.image.name == photo), None)
+    if label is None or not label.image.is_file():
+        pytest.skip(f"{photo} is not rendered")
+    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+    truth = next(d for d in label.dice if d.die == die)
+    finder, face_net = DieFinder(), FaceNet()
+
+    def read_there(params: TallyParams) -> list[tuple[str | None, str | None]]:
+        reader = TallyReader(default_model(), params, finder=finder, face_net=face_net)
+        return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
+
+    assert truth.face == face
+    assert read_there(TallyParams()) == [(die, face)]
+    assert read_there(replace(TallyParams(), shade_gain=math.inf)) == []
 
 
 ALT = FIXTURES.parent / "alt"

@@ -1,0 +1,62 @@
+"""scanner.shade: where a frame lies in shade, and lifting it without clipping the lit dice."""
+
+import numpy as np
+import pytest
+
+from scanner.shade import CELL, lifted, measure_shade
+
+
+def _floor_with_shadow(shadow: float) -> np.ndarray:
+    """A 1280x720 grey floor at 200, its top quarter at `shadow` times that (a wall's shadow)."""
+    image = np.full((720, 1280, 3), 200, np.uint8)
+    image[:180] = round(200 * shadow)
+    return image
+
+
+def test_a_walls_shadow_is_measured_as_the_common_light_over_its_own():
+    shade = measure_shade(_floor_with_shadow(0.25), lift=8.0)
+    assert shade.cell == CELL
+    assert shade.at((640, 40)) == pytest.approx(4.0, rel=0.02)
+    assert shade.at((640, 600)) == 1.0
+    # Capped: no part of a frame is brightened more than asked.
+    assert measure_shade(_floor_with_shadow(0.1), lift=3.0).at((640, 40)) == 3.0
+    # Cells 16 px: the eleven rows of cells above y = 176 lie in the shadow, and 10 px more.
+    assert shade.region(2.0, 10, (720, 1280)) == (0, 0, 1280, 186)
+
+
+def test_a_floor_lit_alike_everywhere_has_no_shade():
+    shade = measure_shade(np.full((720, 1280, 3), 90, np.uint8), lift=4.0)
+    assert float(shade.gains.max()) == 1.0
+    assert shade.region(1.5, 10, (720, 1280)) is None
+
+
+def test_a_few_dice_do_not_count_as_the_floor():
+    """The floor's brightness is a median over a few dice's width: a bright die on a dark floor
+    is not the light there."""
+    image = _floor_with_shadow(0.25)
+    image[60:100, 600:640] = 255  # a white die in the shadow
+    assert measure_shade(image, lift=8.0).at((620, 80)) == pytest.approx(4.0, rel=0.02)
+
+
+def test_lifting_brightens_the_shade_keeps_its_hue_and_never_clips_white():
+    image = _floor_with_shadow(0.25)
+    image[40:60, 100:120] = (10, 40, 50)  # a dark yellow-brown die in the shadow
+    image[40:60, 300:320] = 255  # a white one
+    shade = measure_shade(image, lift=8.0)
+    bright = lifted(image, shade)
+    die = bright[50, 110].astype(float)
+    # g / (1 + (g - 1) v) with g = 4 and v = 50/255: about 2.5 times brighter.
+    assert die[2] == pytest.approx(50 * 4 / (1 + 3 * 50 / 255), abs=2)
+    assert die[1] / die[2] == pytest.approx(40 / 50, abs=0.03) and die[0] / die[2] == pytest.approx(10 / 50, abs=0.03)
+    assert (bright[50, 310] == 255).all()
+    # The lit floor stays as it is.
+    assert (bright[600, 600] == image[600, 600]).all()
+
+
+def test_a_part_of_the_frame_is_lifted_as_the_whole_frame_is_there():
+    image = _floor_with_shadow(0.3)
+    shade = measure_shade(image, lift=4.0)
+    whole = lifted(image, shade)
+    part = lifted(image, shade, (100, 50, 400, 300))
+    assert part.shape == (250, 300, 3)
+    assert (part == whole[50:300, 100:400]).all()
