@@ -7,15 +7,16 @@ import logging
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import cv2
 import numpy as np
 
 from scanner.face_net import FaceNet
-from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup
+from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup, find_in_shade
 from scanner.frames import DieReading
 from scanner.lean_net import LeanNet, finder_leaning_at
+from scanner.shade import Brightness, lifted_around
 from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.tossup import TossUpParams, half_size, illuminant, read_tossup, rim_colour, work_scale
 from scanner.tray import drop_empty_look, keep_in_tray
@@ -135,9 +136,12 @@ class Scanner:
             # The lamp is measured once a frame, and only if the finder adds a die.
             lamp = functools.cache(lambda: illuminant(image))
             found = self.finder.find(image, half)
-            return complete_tossup(readings, found, self.finder_rules,
-                                   lambda center, side: rim_colour(image, center, side, tossup, lamp()),
-                                   tossup.max_dice), found
+            readings = complete_tossup(readings, found, self.finder_rules,
+                                       lambda center, side: rim_colour(image, center, side, tossup, lamp()),
+                                       tossup.max_dice)
+            if len(readings) < tossup.max_dice:
+                readings = self._with_shaded(image, half, readings, tossup, lamp)
+            return readings, found
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
             return self._tally_reader.read(image), ()
@@ -148,6 +152,27 @@ class Scanner:
         extra = [d for d in self._tally_reader.read(image, with_faces=False)
                  if all(math.dist(d.center, t.center) > 0.8 * max(d.size, t.size) for t in found)]
         return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0])), ()
+
+
+    def _with_shaded(self, image: np.ndarray, half: np.ndarray | None, readings: list[DieReading], tossup: TossUpParams,
+                     lamp: Callable[[], np.ndarray]) -> list[DieReading]:
+        """Toss Up `readings` plus the dice the finder finds in the frame's shade lifted, each
+        read against its rim there and dark in the frame as it comes (FinderRules.shade_dark):
+        a die in a wall's shadow is too dark for both readers in the frame as it comes. The
+        lamp's white stays the frame's: lifting brightens the shade, not the lamp."""
+        assert self.finder is not None
+        rules = self.finder_rules
+        shaded, shade = find_in_shade(self.finder, image, half, rules)
+        if shade is None or not shaded:
+            return readings
+        bright = lifted_around(image, shade, ((die.center, die.side) for die in shaded))
+        more = complete_tossup(readings, shaded, rules, lambda center, side: rim_colour(bright, center, side, tossup, lamp()),
+                               tossup.max_dice)
+        brightness = Brightness(image)
+        added = [d for d in more if not any(d is r for r in readings) and brightness.of(d.corners) <= rules.shade_dark]
+        for die in added:
+            log.debug("a %s die read in the shade at %s", die.face, die.center)
+        return sorted([*readings, *added], key=lambda d: (d.center[1], d.center[0])) if added else readings
 
 
 def subtract_black_level(image: np.ndarray, level: Sequence[float] | None) -> np.ndarray:

@@ -46,6 +46,10 @@ frame then is:
    size. Where the blobs leave a die of the set unfound or unread, the finder's dice are
    looked at (`_read_where_found`, `_with_found`); one whose colour a clipped blob holds (an
    orange die the lamp clipped to yellow) claims it back when the finder and its print agree.
+8. A die of the set still unnamed may lie in a wall's shadow, too dark for the colour bands
+   and for the finder: the finder looks again at the frame's shade lifted (scanner.shade), and
+   a die it finds there, dark in the frame as it comes, is read on the lifted picture
+   (`_with_shaded`).
 """
 
 from __future__ import annotations
@@ -64,10 +68,10 @@ import cv2
 import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet, unit_rows
-from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie
+from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie, find_in_shade
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
-from scanner.shade import Shade, lifted, measure_shade
+from scanner.shade import Brightness, lifted_around
 from scanner.tossup import half_size, illuminant, order_clockwise
 from scorekeeper.rules.dice import STAR, TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
@@ -276,12 +280,6 @@ class TallyParams:
     rim_share: float = 0.08
     rim_over_tray: float = 1.0
     rim_identity_confidence: float = 0.5
-    #: The shade pass (TallyReader._with_shaded): a part of the frame lit at most 1/shade_gain
-    #: of its common light is in shade, lifted by up to shade_lift; a die it adds must be
-    #: darker there than shade_dark of the frame's white (its 99th percentile).
-    shade_gain: float = 2.0
-    shade_lift: float = 4.0
-    shade_dark: float = 0.4
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.
@@ -2218,50 +2216,28 @@ class TallyReader:
 
     def _with_shaded(self, image: np.ndarray, gains: np.ndarray, half: np.ndarray, dice: list[DieRead],
                      typical: float | None) -> list[DieRead]:
-        """`dice` plus the dice the finder finds in the frame's shade lifted (scanner.shade),
-        read there as _with_found reads the finder's dice: a die in a wall's shadow on a white
-        board is too dark for the colour bands learned under the lamp, and too dark for the
-        finder in the picture as it comes. Only a die whose name no die of the frame has, in
-        shade and dark there (a lit die beside a dark patch is read as it is: on the dev split
-        the one such addition was a lit die partly hidden under another, its print read
-        wrong), with its face read."""
-        params = self.params
+        """`dice` plus the dice the finder finds in the frame's shade lifted, read there as
+        _with_found reads the finder's dice: a die in a wall's shadow on a white board is too
+        dark for the colour bands learned under the lamp, and for the finder in the frame as it
+        comes. Only a die whose name no die of the frame has, dark where it lies (see
+        FinderRules.shade_dark), with its face read."""
+        rules = self.finder_rules
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         if self.finder is None or held >= set(self.model.bodies):
             return dice
-        # Measured on the halved frame (the finder's input), its cells twice as large in the whole.
-        half_shade = measure_shade(half, params.shade_lift)
-        if float(half_shade.gains.max()) < params.shade_gain:
+        found, shade = find_in_shade(self.finder, image, half, rules)
+        shaded = [die for die in found if rules.admits(die, [(d.blob.center, d.blob.side) for d in dice])]
+        if shade is None or not shaded:
             return dice
-        shade = Shade(half_shade.gains, half_shade.cell * image.shape[1] // half.shape[1])
-        shaded = [die for die in self.finder.find(image, lifted(half, half_shade))
-                  if shade.at(die.center) >= params.shade_gain
-                  and self.finder_rules.admits(die, [(d.blob.center, d.blob.side) for d in dice])]
-        if not shaded:
-            return dice
-        # Lifted only around them (a die and a half each way: the reads place squares nearby).
-        reach = 1.5 * max(die.side for die in shaded)
-        box = (max(int(min(die.center[0] for die in shaded) - reach), 0),
-               max(int(min(die.center[1] for die in shaded) - reach), 0),
-               min(int(max(die.center[0] for die in shaded) + reach) + 1, image.shape[1]),
-               min(int(max(die.center[1] for die in shaded) + reach) + 1, image.shape[0]))
-        bright = image.copy()
-        bright[box[1]:box[3], box[0]:box[2]] = lifted(image, shade, box)
-        added = self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]
-        blue, green, red = cv2.split(image)
-        value = cv2.max(cv2.max(blue, green), red)
-        white = float(np.percentile(value[::4, ::4], 99))
+        bright = lifted_around(image, shade, ((die.center, die.side) for die in shaded))
+        brightness = Brightness(image)
         result = list(dice)
-        for die in added:
-            if die.die in (None, UNSURE) or die.die in held or die.face in (None, UNSURE):
-                continue
-            inside = np.zeros(value.shape, np.uint8)
-            cv2.fillConvexPoly(inside, np.round(die.blob.quad).astype(np.int32), 255)
-            if not cv2.countNonZero(inside) or float(np.median(value[inside > 0])) > params.shade_dark * white:
-                continue
-            log.debug("%s %s read in the shade at %s", die.die, die.face, die.blob.center)
-            held.add(die.die)
-            result.append(die)
+        for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:
+            if (die.die not in (None, UNSURE) and die.die not in held and die.face not in (None, UNSURE)
+                    and brightness.of(die.blob.quad) <= rules.shade_dark):
+                log.debug("%s %s read in the shade at %s", die.die, die.face, die.blob.center)
+                held.add(die.die)
+                result.append(die)
         return result
 
     def _without_specks(self, dice: list[DieRead], found: Sequence[FoundDie]) -> list[DieRead]:

@@ -337,14 +337,15 @@ def test_the_verdict_says_what_to_fix():
 
 def test_the_verdict_names_dice_missed_in_a_walls_deep_shadow():
     # Dev table tossup-s09: two dice stopped in the shadow along the tray's bottom wall, where
-    # their rims are a tenth of the lamp's white; the reader misses both.
+    # their rims are a tenth of the lamp's white; the reader finds one of them in the shade
+    # lifted (finder.find_in_shade) and misses the other.
     photo = next(p for p in photo_labels(FIXTURES / "tossup") if p.image.name == "tossup-s09-r00.jpg")
     result = _check([_photo(photo.image)], photo)
     shade = [p for p in result.problems if "deep shadow" in p]
-    assert shade == ["2 of the missed dice lay in deep shadow (2 at the bottom): light the tray from above, "
+    assert shade == ["1 of the missed dice lay in deep shadow (1 at the bottom): light the tray from above, "
                      "so that its walls cast no deep shadow"], result.problems
-    # The same photo three times as bright: the two dice are still missed (the lamp's white is
-    # blown out now), but their squares are lit, so the misses are not put down to a shadow.
+    # The same photo three times as bright (the lamp's white blown out): the squares of the dice
+    # missed now are lit, so no miss is put down to a shadow.
     lit = _check([np.clip(_photo(photo.image).astype(np.float32) * 3.0, 0, 255).astype(np.uint8)], photo)
     assert not any("deep shadow" in p for p in lit.problems), lit.problems
 

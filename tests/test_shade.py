@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from scanner.shade import CELL, lifted, measure_shade
+from scanner.shade import Brightness, lifted, lifted_around, measure_shade
 
 
 def _floor_with_shadow(shadow: float) -> np.ndarray:
@@ -15,19 +15,19 @@ def _floor_with_shadow(shadow: float) -> np.ndarray:
 
 def test_a_walls_shadow_is_measured_as_the_common_light_over_its_own():
     shade = measure_shade(_floor_with_shadow(0.25), lift=8.0)
-    assert shade.cell == CELL
+    assert shade.size == (1280, 720)
     assert shade.at((640, 40)) == pytest.approx(4.0, rel=0.02)
     assert shade.at((640, 600)) == 1.0
     # Capped: no part of a frame is brightened more than asked.
     assert measure_shade(_floor_with_shadow(0.1), lift=3.0).at((640, 40)) == 3.0
-    # Cells 16 px: the eleven rows of cells above y = 176 lie in the shadow, and 10 px more.
-    assert shade.region(2.0, 10, (720, 1280)) == (0, 0, 1280, 186)
+    # Measured on the frame shrunk (as the finder's input is), asked in the frame's own pixels.
+    small = measure_shade(_floor_with_shadow(0.25)[::4, ::4], lift=8.0).over((1280, 720))
+    assert small.at((640, 40)) == pytest.approx(4.0, rel=0.02) and small.at((640, 600)) == 1.0
 
 
 def test_a_floor_lit_alike_everywhere_has_no_shade():
     shade = measure_shade(np.full((720, 1280, 3), 90, np.uint8), lift=4.0)
     assert float(shade.gains.max()) == 1.0
-    assert shade.region(1.5, 10, (720, 1280)) is None
 
 
 def test_a_few_dice_do_not_count_as_the_floor():
@@ -60,3 +60,21 @@ def test_a_part_of_the_frame_is_lifted_as_the_whole_frame_is_there():
     part = lifted(image, shade, (100, 50, 400, 300))
     assert part.shape == (250, 300, 3)
     assert (part == whole[50:300, 100:400]).all()
+
+
+def test_lifting_around_dice_lifts_only_near_them():
+    image = _floor_with_shadow(0.3)
+    shade = measure_shade(image, lift=4.0)
+    bright = lifted_around(image, shade, [((300.0, 60.0), 40.0)])
+    assert (bright[60, 300] > image[60, 300]).all()  # the die's place, in the shadow
+    assert (bright[60, 1000] == image[60, 1000]).all()  # far off along the same shadow
+    assert (lifted_around(image, shade, []) == image).all()
+
+
+def test_brightness_is_a_share_of_the_frames_white():
+    image = _floor_with_shadow(0.25)
+    brightness = Brightness(image)
+    assert brightness.white == 200
+    assert brightness.of([(100, 20), (140, 20), (140, 60), (100, 60)]) == pytest.approx(0.25)
+    assert brightness.of([(100, 400), (140, 400), (140, 440), (100, 440)]) == 1.0
+    assert brightness.of([(5000, 5000), (5040, 5000), (5040, 5040), (5000, 5040)]) == 0.0

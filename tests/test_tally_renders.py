@@ -27,10 +27,10 @@ from calibration.teach import learn_tally_model
 from scanner.cli import bench_videos
 from scanner.evaluate import Scorecard, score_perturbed
 from scanner.face_net import FaceNet
-from scanner.finder import DieFinder
+from scanner.finder import DieFinder, FinderRules
 from scanner.labels import photo_labels
 from scanner.reader import Scanner
-from scanner.tally import TallyParams, TallyReader, default_model
+from scanner.tally import TallyReader, default_model
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tallyup"
 
@@ -87,13 +87,13 @@ def test_a_die_in_a_walls_shadow_is_found_where_the_shade_is_lifted(photo, die, 
     truth = next(d for d in label.dice if d.die == die)
     finder, face_net = DieFinder(), FaceNet()
 
-    def read_there(params: TallyParams) -> list[tuple[str | None, str | None]]:
-        reader = TallyReader(default_model(), params, finder=finder, face_net=face_net)
+    def read_there(rules: FinderRules) -> list[tuple[str | None, str | None]]:
+        reader = TallyReader(default_model(), finder=finder, finder_rules=rules, face_net=face_net)
         return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
 
     assert truth.face == face
-    assert read_there(TallyParams()) == [(die, face)]
-    assert read_there(replace(TallyParams(), shade_gain=math.inf)) == []
+    assert read_there(FinderRules()) == [(die, face)]
+    assert read_there(replace(FinderRules(), shade_gain=math.inf)) == []
 
 
 ALT = FIXTURES.parent / "alt"
