@@ -10,8 +10,9 @@ It is trained by `scanner/finder_training.py` from the project's own fixtures (d
 teach set only) and shipped as `scanner/data/finder.onnx`.
 
 The hand-written readers stay in charge; the finder adds the dice they missed (see
-`complete_tossup` and `TallyReader._with_found`), because it has seen only renders and a hand-written rule fails in ways
-that are easier to reason about on photos nobody here has.
+`complete_tossup` and `TallyReader._with_found`), and looks again at the frame with its shade
+lifted for a die a wall's shadow hides (`find_in_shade`), because it has seen only renders and
+a hand-written rule fails in ways that are easier to reason about on photos nobody here has.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def net_input(image: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
 
     `half`: the frame's `tossup.half_size`, when a reader made it already (both readers find
     their dice on it): the first halving below is the same resize, and a frame need not be
-    halved twice. Or the frame at the net's input size already (`net_input`), changed: the
-    shade lifted (`find_in_shade`).
+    halved twice. Or the frame already at the net's input size, as made here and changed
+    since (its shade lifted: `find_in_shade`).
     """
     in_w, in_h = input_size(image.shape[1], image.shape[0])
     if half is not None and half.shape[:2] == (in_h, in_w):

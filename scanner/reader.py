@@ -153,7 +153,6 @@ class Scanner:
                  if all(math.dist(d.center, t.center) > 0.8 * max(d.size, t.size) for t in found)]
         return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0])), ()
 
-
     def _with_shaded(self, image: np.ndarray, half: np.ndarray | None, readings: list[DieReading], tossup: TossUpParams,
                      lamp: Callable[[], np.ndarray]) -> list[DieReading]:
         """Toss Up `readings` plus the dice the finder finds in the frame's shade lifted, each

@@ -2114,10 +2114,10 @@ class TallyReader:
         return dice
 
     def _read_blobs(self, image: np.ndarray, gains: np.ndarray, found: Sequence[Blob],
-                    found_by_net: Callable[[], Sequence[FoundDie]], with_faces: bool,
-                    typical: float | None = None) -> tuple[list[DieRead], float | None]:
+                    found_by_net: Callable[[], Sequence[FoundDie]], with_faces: bool
+                    ) -> tuple[list[DieRead], float | None]:
         """(the dice read from the colour blobs `found`, the frame's common die size when
-        enough of them agree on it, else `typical`)."""
+        enough of them agree on it)."""
         # A patch of tray or rim in a die's colour carries no print like that die's: the best
         # template of its colour must match at least a little (before choosing one per colour,
         # so such a patch cannot take the real die's place).
@@ -2141,6 +2141,7 @@ class TallyReader:
                 printed.append(blob)
         dice = []
         chosen = choose_dice(printed, self.model, self.params)
+        typical: float | None = None
         if len(chosen) >= 3:
             # Every die in a set is the same size: a top face found much smaller than the
             # others is a part of it (print cut the body apart, a shadow took a corner). The
