@@ -233,20 +233,29 @@ class FinderRules:
         return _gap(die, center, side) < self.same_die
 
 
-def find_in_shade(finder: DieFinder, image: np.ndarray, half: np.ndarray | None, rules: FinderRules
+def find_in_shade(finder: DieFinder, image: np.ndarray, half: np.ndarray | None, rules: FinderRules,
+                  seen: Sequence[FoundDie], read: Sequence[tuple[tuple[float, float], float]]
                   ) -> tuple[list[FoundDie], Shade | None]:
     """(the dice `finder` finds in the frame's shade lifted, in cells lit at most
     1/rules.shade_gain of the common light; the shade, over the frame), or ([], None) where no
     part of the frame is in shade. A die in a wall's shadow on a white board is too dark for
     the net in the frame as it comes. Measured and lifted on the net's input (a quarter of the
-    frame's width), which `find` takes in place of the halved frame."""
+    frame's width), which `find` takes in place of the halved frame.
+
+    Only where the net, in the frame as it comes, found (`seen`) a die in shade that none of
+    the dice `read` (centre, side) is: it leaves such a trace of a shaded die it cannot read
+    well enough to add, and looking again everywhere would cost every frame of part of a set
+    a second pass of the net."""
     small = net_input(image, half)
     shade = measure_shade(small, rules.shade_lift)
     if float(shade.gains.max()) < rules.shade_gain:
         return [], None
+    over = shade.over((image.shape[1], image.shape[0]))
+    if not any(over.at(die.center) >= rules.shade_gain and not any(rules.same(die, centre, side) for centre, side in read)
+               for die in seen):
+        return [], over
     found = finder.find(image, lifted(small, shade))
-    shade = shade.over((image.shape[1], image.shape[0]))
-    return [die for die in found if shade.at(die.center) >= rules.shade_gain], shade
+    return [die for die in found if over.at(die.center) >= rules.shade_gain], over
 
 
 def _gap(die: FoundDie, center: tuple[float, float], side: float) -> float:

@@ -140,7 +140,7 @@ class Scanner:
                                        lambda center, side: rim_colour(image, center, side, tossup, lamp()),
                                        tossup.max_dice)
             if len(readings) < tossup.max_dice:
-                readings = self._with_shaded(image, half, readings, tossup, lamp)
+                readings = self._with_shaded(image, half, readings, found, tossup, lamp)
             return readings, found
         assert self._tally_reader is not None
         if self.dice_set == "tallyup":
@@ -153,15 +153,15 @@ class Scanner:
                  if all(math.dist(d.center, t.center) > 0.8 * max(d.size, t.size) for t in found)]
         return sorted([*found, *extra], key=lambda d: (d.center[1], d.center[0])), ()
 
-    def _with_shaded(self, image: np.ndarray, half: np.ndarray | None, readings: list[DieReading], tossup: TossUpParams,
-                     lamp: Callable[[], np.ndarray]) -> list[DieReading]:
+    def _with_shaded(self, image: np.ndarray, half: np.ndarray | None, readings: list[DieReading],
+                     seen: Sequence[FoundDie], tossup: TossUpParams, lamp: Callable[[], np.ndarray]) -> list[DieReading]:
         """Toss Up `readings` plus the dice the finder finds in the frame's shade lifted, each
         read against its rim there and dark in the frame as it comes (FinderRules.shade_dark):
         a die in a wall's shadow is too dark for both readers in the frame as it comes. The
         lamp's white stays the frame's: lifting brightens the shade, not the lamp."""
         assert self.finder is not None
         rules = self.finder_rules
-        shaded, shade = find_in_shade(self.finder, image, half, rules)
+        shaded, shade = find_in_shade(self.finder, image, half, rules, seen, [(r.center, r.size) for r in readings])
         if shade is None or not shaded:
             return readings
         bright = lifted_around(image, shade, ((die.center, die.side) for die in shaded))

@@ -2110,7 +2110,7 @@ class TallyReader:
                 dice = self._without_specks(dice, found_by_net())
             dice = self._with_found(image, gains, dice, found_by_net(), typical, with_faces)
         if with_faces and not complete:
-            dice = self._with_shaded(image, gains, half, dice, typical)
+            dice = self._with_shaded(image, gains, half, dice, found_by_net(), typical)
         return dice
 
     def _read_blobs(self, image: np.ndarray, gains: np.ndarray, found: Sequence[Blob],
@@ -2216,7 +2216,7 @@ class TallyReader:
         return dice, typical
 
     def _with_shaded(self, image: np.ndarray, gains: np.ndarray, half: np.ndarray, dice: list[DieRead],
-                     typical: float | None) -> list[DieRead]:
+                     seen: Sequence[FoundDie], typical: float | None) -> list[DieRead]:
         """`dice` plus the dice the finder finds in the frame's shade lifted, read there as
         _with_found reads the finder's dice: a die in a wall's shadow on a white board is too
         dark for the colour bands learned under the lamp, and for the finder in the frame as it
@@ -2226,8 +2226,9 @@ class TallyReader:
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         if self.finder is None or held >= set(self.model.bodies):
             return dice
-        found, shade = find_in_shade(self.finder, image, half, rules)
-        shaded = [die for die in found if rules.admits(die, [(d.blob.center, d.blob.side) for d in dice])]
+        read = [(d.blob.center, d.blob.side) for d in dice]
+        found, shade = find_in_shade(self.finder, image, half, rules, seen, read)
+        shaded = [die for die in found if rules.admits(die, read)]
         if shade is None or not shaded:
             return dice
         bright = lifted_around(image, shade, ((die.center, die.side) for die in shaded))

@@ -12,7 +12,7 @@ import pytest
 
 from scanner.evaluate import Scorecard
 from scanner.finder import (CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, STRIDE, DieFinder, FinderRules, FoundDie, complete_tossup, decode,
-                            input_size, to_blob)
+                            find_in_shade, input_size, net_input, to_blob)
 from scanner.finder_training import CANVAS, Example, batches, encode_targets, load_examples, random_transform, relight, sample
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import LabelledDie, photo_labels
@@ -278,3 +278,36 @@ def test_training_sees_the_dev_teach_and_lean_pictures_never_the_test_split(tmp_
     (tmp_path / "videos").mkdir()
     names = sorted(e.name for e in load_examples(tmp_path, ["lean-tossup-s01"]))
     assert names == ["lean-tossup-s00-r00.jpg", "teach-s00-r00.jpg", "tossup-s00-r00.jpg"]
+
+
+class _Looking:
+    """Stands in for the net: answers the dice it was given, and keeps what it was shown."""
+
+    def __init__(self, found: list[FoundDie]) -> None:
+        self.found = found
+        self.shown: list[np.ndarray] = []
+
+    def find(self, image, half=None):
+        self.shown.append(net_input(image, half))
+        return list(self.found)
+
+
+def test_the_net_looks_again_at_the_shade_lifted_only_where_it_saw_a_die_there_that_no_reader_read():
+    image = np.full((720, 1280, 3), 200, np.uint8)
+    image[:180] = 50  # a wall's shadow over the top quarter, lit at a quarter of the rest
+    in_shade, lit = FoundDie((600.0, 90.0), 40.0, 0.0, 0.25, 0.0, (1.0, 0.0, 0.0)), FoundDie(
+        (600.0, 500.0), 40.0, 0.0, 0.9, 0.0, (1.0, 0.0, 0.0))
+    rules = FinderRules()
+    net = _Looking([in_shade, lit])
+    # Nothing seen in the shade, or only a die already read there: no second look.
+    assert find_in_shade(net, image, None, rules, [lit], [])[0] == [] and not net.shown
+    assert find_in_shade(net, image, None, rules, [in_shade], [((601.0, 91.0), 40.0)])[0] == [] and not net.shown
+    # A die seen in the shade that no reader read: the net looks at the frame lifted, and
+    # what it finds in the shade (not the lit die) is the answer.
+    found, shade = find_in_shade(net, image, None, rules, [in_shade], [((600.0, 500.0), 40.0)])
+    assert found == [in_shade] and shade is not None and shade.at((600.0, 90.0)) == pytest.approx(4.0, rel=0.05)
+    (shown,) = net.shown
+    # The shadow's 50 lifted by a gain of 4 along the curve that keeps white: 50 * 4 / (1 + 3 * 50 / 255).
+    assert shown.shape[1] == input_size(1280, 720)[0] and int(shown[10, 100, 0]) == pytest.approx(126, abs=4)
+    # A frame lit alike everywhere has no shade to look at.
+    assert find_in_shade(net, np.full((720, 1280, 3), 120, np.uint8), None, rules, [in_shade], []) == ([], None)
