@@ -131,8 +131,12 @@ class TallyParams:
     pair_vote: float = 0.7
     #: Any face read against a runner-up of nearly the same print is unsure when that vote,
     #: taken on the middle cut, is below pair_veto (0.5: no telling; lower: the strokes show
-    #: the runner-up).
-    pair_veto: float = 0.4
+    #: the runner-up): the strokes must back the face at least as much as its rival. (0.4
+    #: until a +100 half blown out by glare, its "+" a dot, was read -100 on a vote of 0.46 in
+    #: the teach set, teach-s00-r04; at 0.5 no right reading of the dev, test, lean, teach or
+    #: alt photos is lost. At 0.7 teach-s02-r02's +100, seen through a square that cuts its
+    #: "+" off, is left unsure too, but one right reading is lost on dev and one on teach.)
+    pair_veto: float = 0.5
     #: ...when the runner-up is a contest at all: its distance at most 1 / pair_veto_ratio
     #: times the face's. (Every veto on five sets read as other cameras would came above 0.3;
     #: half the votes below it.)
