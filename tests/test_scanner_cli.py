@@ -86,7 +86,13 @@ def test_bench_scores_each_tray_surface_on_its_own(tmp_path):
     assert sorted(summary["recall_by_surface"]) == ["dark_felt", "wood"]
     assert all(0.0 <= r <= 1.0 for r in summary["recall_by_surface"].values())
     assert "on dark_felt" in out.getvalue() and "on wood" in out.getvalue()
-    # Toss Up dice are all alike: there is no identity to score, and the bench says so.
+    # Each floor's faces too; Toss Up dice are all alike: there is no identity to score, and
+    # the bench says so.
+    assert sorted(summary["faces_by_surface"]) == ["dark_felt", "wood"]
+    assert all(0.0 <= f <= 1.0 for f in summary["faces_by_surface"].values())
+    assert all(math.isnan(i) for i in summary["identity_by_surface"].values())
+    floors = [line for line in out.getvalue().splitlines() if line.strip().startswith("on ")]
+    assert len(floors) == 2 and all("faces" in line and "identity" not in line for line in floors)
     assert "identity_accuracy           n/a" in out.getvalue() and "nan" not in out.getvalue()
 
 
