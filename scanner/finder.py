@@ -28,7 +28,7 @@ import numpy as np
 
 from scanner.frames import UNSURE, DieReading
 from scanner.nets import read_onnx
-from scanner.shade import Shade, lifted, measure_shade
+from scanner.shade import Brightness, Shade, lifted, measure_shade
 from scanner.tossup import order_clockwise
 
 log = logging.getLogger(__name__)
@@ -218,6 +218,11 @@ class FinderRules:
     shade_gain: float = 2.0
     shade_lift: float = 4.0
     shade_dark: float = 0.4
+    #: A frame whose white (shade.Brightness) is below shade_dim of full scale is dim (a lamp
+    #: dimmer than when the exposure was locked): there the first look leaves no trace of the
+    #: shaded dice, and the net looks again at the shade whatever it saw. On the net's input,
+    #: the fixtures' white lies at 187-255, under the calibration bench's half light at 117-172.
+    shade_dim: float = 0.7
 
     def admits(self, die: FoundDie, others: Sequence[tuple[tuple[float, float], float]]) -> bool:
         """Whether `die` is one more die beside `others` (centre, side) already found."""
@@ -245,14 +250,16 @@ def find_in_shade(finder: DieFinder, image: np.ndarray, half: np.ndarray | None,
     Only where the net, in the frame as it comes, found (`seen`) a die in shade that none of
     the dice `read` (centre, side) is: it leaves such a trace of a shaded die it cannot read
     well enough to add, and looking again everywhere would cost every frame of part of a set
-    a second pass of the net."""
+    a second pass of the net. In a dim frame (see FinderRules.shade_dim) it leaves none, and
+    the net looks again anyway."""
     small = net_input(image, half)
     shade = measure_shade(small, rules.shade_lift)
     if float(shade.gains.max()) < rules.shade_gain:
         return [], None
     over = shade.over((image.shape[1], image.shape[0]))
-    if not any(over.at(die.center) >= rules.shade_gain and not any(rules.same(die, centre, side) for centre, side in read)
-               for die in seen):
+    dim = Brightness(small).white < rules.shade_dim * 255.0
+    if not dim and not any(over.at(die.center) >= rules.shade_gain
+                           and not any(rules.same(die, centre, side) for centre, side in read) for die in seen):
         return [], over
     found = finder.find(image, lifted(small, shade))
     return [die for die in found if over.at(die.center) >= rules.shade_gain], over

@@ -309,5 +309,9 @@ def test_the_net_looks_again_at_the_shade_lifted_only_where_it_saw_a_die_there_t
     (shown,) = net.shown
     # The shadow's 50 lifted by a gain of 4 along the curve that keeps white: 50 * 4 / (1 + 3 * 50 / 255).
     assert shown.shape[1] == input_size(1280, 720)[0] and int(shown[10, 100, 0]) == pytest.approx(126, abs=4)
+    # A dim frame (a lamp dimmer than when the exposure was locked): its first look leaves no
+    # trace of the shaded dice, so the net looks again without one.
+    found, _ = find_in_shade(net, image // 2, None, rules, [], [])
+    assert found == [in_shade] and len(net.shown) == 2
     # A frame lit alike everywhere has no shade to look at.
     assert find_in_shade(net, np.full((720, 1280, 3), 120, np.uint8), None, rules, [in_shade], []) == ([], None)
