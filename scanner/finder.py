@@ -257,9 +257,9 @@ def find_in_shade(finder: DieFinder, image: np.ndarray, half: np.ndarray | None,
     if float(shade.gains.max()) < rules.shade_gain:
         return [], None
     over = shade.over((image.shape[1], image.shape[0]))
-    dim = Brightness(small).white < rules.shade_dim * 255.0
-    if not dim and not any(over.at(die.center) >= rules.shade_gain
-                           and not any(rules.same(die, centre, side) for centre, side in read) for die in seen):
+    traced = any(over.at(die.center) >= rules.shade_gain and not any(rules.same(die, centre, side) for centre, side in read)
+                 for die in seen)
+    if not traced and Brightness(small).white >= rules.shade_dim * 255.0:  # not dim either
         return [], over
     found = finder.find(image, lifted(small, shade))
     return [die for die in found if over.at(die.center) >= rules.shade_gain], over

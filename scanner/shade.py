@@ -51,13 +51,18 @@ class Shade:
         return Shade(self.gains, size)
 
 
+def brightest_channel(image: np.ndarray) -> np.ndarray:
+    """Per pixel of a BGR image, its brightest channel (same dtype)."""
+    blue, green, red = cv2.split(image)
+    return cv2.max(cv2.max(blue, green), red)
+
+
 def measure_shade(image: np.ndarray, lift: float) -> Shade:
     """The frame's shade: per cell, the common light over the floor's there, from 1 to `lift`."""
     cell = max(int(round(CELL * image.shape[1] / 1280)), 2)
     small = cv2.resize(image, (max(image.shape[1] // cell, 1), max(image.shape[0] // cell, 1)),
                        interpolation=cv2.INTER_AREA)
-    blue, green, red = cv2.split(small)
-    value = cv2.max(cv2.max(blue, green), red)
+    value = brightest_channel(small)
     floor = cv2.medianBlur(value, NEIGHBOURHOOD) if min(value.shape) >= NEIGHBOURHOOD else value
     floor = floor.astype(np.float32)
     common = float(np.percentile(floor, COMMON_LIGHT))
@@ -73,8 +78,7 @@ def lifted(image: np.ndarray, shade: Shade, box: tuple[int, int, int, int] | Non
     smooth = np.maximum(cv2.GaussianBlur(shade.gains, (0, 0), 1.5), 1.0)
     gain = cv2.resize(smooth, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_LINEAR)[y0:y1, x0:x1]
     part = image[y0:y1, x0:x1]
-    blue, green, red = cv2.split(part)
-    value = cv2.max(cv2.max(blue, green), red).astype(np.float32) * (1.0 / 255.0)
+    value = brightest_channel(part).astype(np.float32) * (1.0 / 255.0)
     ratio = gain / (1.0 + (gain - 1.0) * value)
     return cv2.multiply(part, cv2.merge([ratio, ratio, ratio]), dtype=cv2.CV_8U)
 
@@ -100,8 +104,7 @@ class Brightness:
     pixel's brightest channel, on every fourth pixel)."""
 
     def __init__(self, image: np.ndarray) -> None:
-        blue, green, red = cv2.split(image)
-        self._value = cv2.max(cv2.max(blue, green), red)
+        self._value = brightest_channel(image)
         self.white = max(float(np.percentile(self._value[::4, ::4], 99)), 1.0)
 
     def of(self, corners: Sequence[Sequence[float]]) -> float:

@@ -71,7 +71,7 @@ from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet, unit_rows
 from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie, find_in_shade
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
-from scanner.shade import Brightness, lifted_around
+from scanner.shade import Brightness, brightest_channel, lifted_around
 from scanner.tossup import half_size, illuminant, order_clockwise
 from scorekeeper.rules.dice import STAR, TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
@@ -908,8 +908,7 @@ def _blown_share(image: np.ndarray, quad: np.ndarray) -> float:
     x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, image.shape[1]), min(y + h, image.shape[0])
     if x1 <= x0 or y1 <= y0:
         return 0.0
-    window = image[y0:y1, x0:x1]
-    high = cv2.max(cv2.max(window[..., 0], window[..., 1]), window[..., 2])
+    high = brightest_channel(image[y0:y1, x0:x1])
     mask = np.zeros(high.shape, np.uint8)
     cv2.fillConvexPoly(mask, np.int32(np.round(quad)) - np.int32([x0, y0]), 255)
     inside = max(cv2.countNonZero(mask), 1)
