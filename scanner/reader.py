@@ -160,7 +160,7 @@ class Scanner:
         a die in a wall's shadow is too dark for both readers in the frame as it comes. The
         lamp's white stays the frame's: lifting brightens the shade, not the lamp."""
         assert self.finder is not None
-        rules = self.finder_rules
+        rules = self.finder_rules.in_shade()
         shaded, shade = find_in_shade(self.finder, image, half, rules, seen, [(r.center, r.size) for r in readings])
         if shade is None or not shaded:
             return readings

@@ -2225,7 +2225,7 @@ class TallyReader:
         dark for the colour bands learned under the lamp, and for the finder in the frame as it
         comes. Only a die whose name no die of the frame has, dark where it lies (see
         FinderRules.shade_dark), with its face read."""
-        rules = self.finder_rules
+        rules = self.finder_rules.in_shade()
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         if self.finder is None or held >= set(self.model.bodies):
             return dice
@@ -2237,7 +2237,7 @@ class TallyReader:
         bright = lifted_around(image, shade, ((die.center, die.side) for die in shaded))
         brightness = Brightness(image)
         result = list(dice)
-        for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:
+        for die in self._with_found(bright, gains, dice, shaded, typical, True, rules)[len(dice):]:
             if (die.die not in (None, UNSURE) and die.die not in held and die.face not in (None, UNSURE)
                     and brightness.of(die.blob.quad) <= rules.shade_dark):
                 log.debug("%s %s read in the shade at %s", die.die, die.face, die.blob.center)
@@ -2310,14 +2310,15 @@ class TallyReader:
         return (guess, 0.5) if chances.get(guess, 0.0) >= sure else (UNSURE, 0.0)
 
     def _with_found(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead], found: Sequence[FoundDie],
-                    typical: float | None, with_faces: bool) -> list[DieRead]:
+                    typical: float | None, with_faces: bool, rules: FinderRules | None = None) -> list[DieRead]:
         """`dice` plus the dice the finder found that the colour blobs missed (a white Up Die
         on a white board, a die in a wall's shadow): named when the finder and the body colour
         agree, or the body colour and the print do, and no other die is that one, the face read
         by the templates. Only these take the finder's word on leaning: on the blobs' dice it
         raised more false alarms than it caught cocked dice (dev tables held out of its
-        training)."""
-        rules = self.finder_rules
+        training). `rules`: the finder rules the dice are admitted by (the shade pass's, see
+        FinderRules.in_shade), the reader's own by default."""
+        rules = rules or self.finder_rules
         result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         for die in found:

@@ -137,6 +137,20 @@ def found(x: float, y: float, score: float = 0.9, colours=(0.95, 0.03, 0.02), co
     return FoundDie((x, y), 20.0, 0.0, score, cocked, colours)
 
 
+def test_in_the_shade_a_die_touching_another_needs_only_the_least_score():
+    """A die the net scores 0.4 beside a die already read (1.2 sides apart, so touching) is
+    likelier that die's side face or shadow in the frame as it comes; in the shade lifted,
+    where dice huddle against the wall, it is one more die. Further apart, or scored under the
+    least score, it is the same either way."""
+    rules = FinderRules()
+    beside, apart, faint = found(124, 100, score=0.4), found(200, 100, score=0.4), found(124, 100, score=0.25)
+    others = [((100.0, 100.0), 20.0)]
+    assert not rules.admits(beside, others) and rules.in_shade().admits(beside, others)
+    assert rules.admits(apart, others) and rules.in_shade().admits(apart, others)
+    assert not rules.admits(faint, others) and not rules.in_shade().admits(faint, others)
+    assert rules.in_shade().min_score == rules.min_score
+
+
 def test_the_finder_only_adds_dice_the_reader_did_not_find():
     readings = [reading(100, 100)]
     result = complete_tossup(readings, [found(105, 102), found(200, 100), found(300, 100, score=0.2)])

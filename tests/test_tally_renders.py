@@ -96,6 +96,29 @@ def test_a_die_in_a_walls_shadow_is_found_where_the_shade_is_lifted(photo, die, 
     assert read_there(replace(FinderRules(), shade_gain=math.inf)) == []
 
 
+def test_a_die_in_a_walls_shadow_touching_another_is_found_there():
+    """lean-tallyup-s00-r00: the orange die lies in the wall's shadow against another die. In
+    the shade lifted the net scores it under near_score, so it was taken for its neighbour's
+    side face; the shade pass admits it at the least score (FinderRules.shade_near_score) and
+    reads it right. Over the dev split and the teach set this changes nothing; over the lean
+    set it adds this die, over the test split three, none read wrong."""
+    photo = FIXTURES.parent / "lean" / "tallyup" / "lean-tallyup-s00-r00.json"
+    if not photo.is_file():
+        pytest.skip("the lean Tally set is not rendered")
+    label = next(label for label in photo_labels(photo.parent) if label.image.name == "lean-tallyup-s00-r00.jpg")
+    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+    truth = next(d for d in label.dice if d.die == "orange")
+    finder, face_net = DieFinder(), FaceNet()
+
+    def read_there(rules: FinderRules) -> list[tuple[str | None, str | None]]:
+        reader = TallyReader(default_model(), finder=finder, finder_rules=rules, face_net=face_net)
+        return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
+
+    rules = FinderRules()
+    assert read_there(rules) == [("orange", truth.face)]
+    assert read_there(replace(rules, shade_near_score=rules.near_score)) == []
+
+
 def test_a_plus_100_whose_plus_the_glare_left_a_dot_is_not_read_minus_100():
     """tallyup-teach/teach-s00-r04: the Up Die's +100 half blown out by the lamp's glare, its
     "+" a dot. Its templates favour -100; the strokes that tell the two apart vote 0.46 for
