@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -209,6 +209,14 @@ class FinderRules:
     #: (0.6 until the lean set, where 0.5 finds one more die and no false one; the dev split
     #: reads the same at 0.4-0.6.)
     near_score: float = 0.5
+    #: ...unless it reads as a die that neither a side face nor a shadow can be: then
+    #: read_near_score will do. So is a Tally die named by a colour no other die of the frame
+    #: has, its face read (a side face shows its own die's colour), and a die of either game
+    #: that the second look at the shade finds dark in the frame, its face read. Dice huddled
+    #: in a wall's shadow touch one another and the wall, and the net, which learned mostly
+    #: lit dice, scores them low there. (A Toss Up die in the light is no such die: every
+    #: face has an inset, and on the test split and the lean set its side faces were added.)
+    read_near_score: float = 0.3
     #: Where a reader leaves dice of the set unfound, the net looks again at the frame's shade
     #: lifted (find_in_shade; scanner.shade): cells lit at most 1/shade_gain of the
     #: common light, lifted by up to shade_lift. A die it adds there must be darker in the frame
@@ -223,29 +231,16 @@ class FinderRules:
     #: shaded dice, and the net looks again at the shade whatever it saw. On the net's input,
     #: the fixtures' white lies at 187-255, under the calibration bench's half light at 117-172.
     shade_dim: float = 0.7
-    #: In the second look at the shade, a die touching another needs only this score, not
-    #: near_score: dice in a wall's shadow lie huddled against the wall and one another, and
-    #: the net, which learned mostly lit dice, scores them low. What near_score guards against
-    #: (a side face or the shadow of the die beside it) does not pass that look's own checks:
-    #: the die must lie dark in the frame, and a Tally die needs a free name and its face read,
-    #: a Toss Up die an inset read against its rim. From near_score 0.5 to 0.3: Toss Up dev
-    #: split recall 98.80 -> 98.97 %, lean set 93.58 -> 94.65 %; Tally lean set 96.50 -> 97.00 %,
-    #: dev split and teach set unchanged; no die read wrong, no false die added. (A lower
-    #: min_score there too added false Toss Up dice on the dev split and the lean set.)
-    shade_near_score: float = 0.3
 
-    def admits(self, die: FoundDie, others: Sequence[tuple[tuple[float, float], float]]) -> bool:
-        """Whether `die` is one more die beside `others` (centre, side) already found."""
+    def admits(self, die: FoundDie, others: Sequence[tuple[tuple[float, float], float]], read: bool = False) -> bool:
+        """Whether `die` is one more die beside `others` (centre, side) already found;
+        `read`: if it reads as a die of the set (see read_near_score)."""
         if die.score < self.min_score:
             return False
         gaps = [_gap(die, centre, side) for centre, side in others]
         if any(gap < self.same_die for gap in gaps):
             return False
-        return die.score >= self.near_score or all(gap >= self.touching for gap in gaps)
-
-    def in_shade(self) -> FinderRules:
-        """These rules for the dice the net finds in the frame's shade lifted (find_in_shade)."""
-        return replace(self, near_score=self.shade_near_score)
+        return die.score >= (self.read_near_score if read else self.near_score) or all(gap >= self.touching for gap in gaps)
 
     def same(self, die: FoundDie, center: tuple[float, float], side: float) -> bool:
         """Whether `die` is the die a reader found at `center` (its top face `side` across)."""
@@ -286,7 +281,7 @@ def _gap(die: FoundDie, center: tuple[float, float], side: float) -> float:
 
 def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], rules: FinderRules = FinderRules(),
                     rim_colour: Callable[[tuple[float, float], float], tuple[str, float]] | None = None,
-                    max_dice: int | None = None) -> list[DieReading]:
+                    max_dice: int | None = None, read_near: bool = False) -> list[DieReading]:
     """The reader's dice plus the ones the net found that none of them is. The reader's own
     judgement of a die stands (its view model tells a leaning die better than the net).
 
@@ -297,14 +292,19 @@ def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], r
     More readings than the set has dice (`max_dice`) means the tray fooled the reader (a plaid
     whose pale stripes frame coloured squares as a rim frames an inset): then only the readings
     the net found a die at are kept.
+
+    `read_near`: a die touching another needs only FinderRules.read_near_score if its face is
+    read (for the dice the second look at the shade found, see FinderRules.read_near_score).
     """
     if max_dice is not None and len(readings) > max_dice:
         readings = [r for r in readings if any(die.score >= rules.min_score and rules.same(die, r.center, r.size)
                                                for die in found)]
     result = list(readings)
     for die in found:
-        if not rules.admits(die, [(r.center, r.size) for r in result]):
+        others = [(r.center, r.size) for r in result]
+        if not rules.admits(die, others, read=read_near):
             continue
+        must_read = read_near and not rules.admits(die, others)
         best = int(np.argmax(die.colours))
         confidence = round(min(die.score, die.colours[best]), 4)
         face = TOSSUP_FACES[best] if die.colours[best] >= rules.min_colour else UNSURE
@@ -314,7 +314,7 @@ def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], r
                 face = UNSURE
             elif by_rim != UNSURE and face == UNSURE:
                 face, confidence = by_rim, round(min(die.score, rim_confidence), 4)
-        if face == UNSURE and die.score < rules.min_score_unsure:
+        if face == UNSURE and (must_read or die.score < rules.min_score_unsure):
             continue
         result.append(DieReading(
             center=die.center, corners=die.corners(), die="tossup", face=face, confidence=confidence,

@@ -160,13 +160,13 @@ class Scanner:
         a die in a wall's shadow is too dark for both readers in the frame as it comes. The
         lamp's white stays the frame's: lifting brightens the shade, not the lamp."""
         assert self.finder is not None
-        rules = self.finder_rules.in_shade()
+        rules = self.finder_rules
         shaded, shade = find_in_shade(self.finder, image, half, rules, seen, [(r.center, r.size) for r in readings])
         if shade is None or not shaded:
             return readings
         bright = lifted_around(image, shade, ((die.center, die.side) for die in shaded))
         more = complete_tossup(readings, shaded, rules, lambda center, side: rim_colour(bright, center, side, tossup, lamp()),
-                               tossup.max_dice)
+                               tossup.max_dice, read_near=True)
         brightness = Brightness(image)
         added = [d for d in more if not any(d is r for r in readings) and brightness.of(d.corners) <= rules.shade_dark]
         for die in added:

@@ -2225,19 +2225,19 @@ class TallyReader:
         dark for the colour bands learned under the lamp, and for the finder in the frame as it
         comes. Only a die whose name no die of the frame has, dark where it lies (see
         FinderRules.shade_dark), with its face read."""
-        rules = self.finder_rules.in_shade()
+        rules = self.finder_rules
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         if self.finder is None or held >= set(self.model.bodies):
             return dice
         read = [(d.blob.center, d.blob.side) for d in dice]
         found, shade = find_in_shade(self.finder, image, half, rules, seen, read)
-        shaded = [die for die in found if rules.admits(die, read)]
+        shaded = [die for die in found if rules.admits(die, read, read=True)]
         if shade is None or not shaded:
             return dice
         bright = lifted_around(image, shade, ((die.center, die.side) for die in shaded))
         brightness = Brightness(image)
         result = list(dice)
-        for die in self._with_found(bright, gains, dice, shaded, typical, True, rules)[len(dice):]:
+        for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:
             if (die.die not in (None, UNSURE) and die.die not in held and die.face not in (None, UNSURE)
                     and brightness.of(die.blob.quad) <= rules.shade_dark):
                 log.debug("%s %s read in the shade at %s", die.die, die.face, die.blob.center)
@@ -2310,20 +2310,22 @@ class TallyReader:
         return (guess, 0.5) if chances.get(guess, 0.0) >= sure else (UNSURE, 0.0)
 
     def _with_found(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead], found: Sequence[FoundDie],
-                    typical: float | None, with_faces: bool, rules: FinderRules | None = None) -> list[DieRead]:
+                    typical: float | None, with_faces: bool) -> list[DieRead]:
         """`dice` plus the dice the finder found that the colour blobs missed (a white Up Die
         on a white board, a die in a wall's shadow): named when the finder and the body colour
         agree, or the body colour and the print do, and no other die is that one, the face read
         by the templates. Only these take the finder's word on leaning: on the blobs' dice it
         raised more false alarms than it caught cocked dice (dev tables held out of its
-        training). `rules`: the finder rules the dice are admitted by (the shade pass's, see
-        FinderRules.in_shade), the reader's own by default."""
-        rules = rules or self.finder_rules
+        training). A die touching another that the finder scores below near_score is added
+        only when it is named and its face read (see FinderRules.read_near_score)."""
+        rules = self.finder_rules
         result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         for die in found:
-            if not rules.admits(die, [(d.blob.center, d.blob.side) for d in result]):
+            others = [(d.blob.center, d.blob.side) for d in result]
+            if not rules.admits(die, others, read=with_faces):
                 continue
+            must_read = not rules.admits(die, others)
             quad = np.float32(die.corners())
             colours = self._body_distances(image, gains, quad)
             name, chance = self._found_identity(die, colours, held)
@@ -2350,6 +2352,8 @@ class TallyReader:
                 if claimed is not None:
                     name, chance, (face, confidence, scores) = claimed
             if name == UNSURE and not rules.unnamed_tally:
+                continue
+            if must_read and (name == UNSURE or face in (None, UNSURE)):
                 continue
             if face in (None, UNSURE) and die.score < rules.blown_score and blown:
                 # Mostly blown out, no print read and the net not sure of it: a lamp's mirror

@@ -137,18 +137,27 @@ def found(x: float, y: float, score: float = 0.9, colours=(0.95, 0.03, 0.02), co
     return FoundDie((x, y), 20.0, 0.0, score, cocked, colours)
 
 
-def test_in_the_shade_a_die_touching_another_needs_only_the_least_score():
-    """A die the net scores 0.4 beside a die already read (1.2 sides apart, so touching) is
-    likelier that die's side face or shadow in the frame as it comes; in the shade lifted,
-    where dice huddle against the wall, it is one more die. Further apart, or scored under the
-    least score, it is the same either way."""
+def test_a_die_touching_another_needs_a_lower_score_only_if_it_reads_as_a_die():
+    """A die the net scores 0.4 beside a die already read (1.2 sides apart, so touching) is as
+    likely that die's side face or shadow; one that reads as a die neither can be is one more
+    die at read_near_score. Further apart, or scored under the least score, it is the same
+    either way."""
     rules = FinderRules()
     beside, apart, faint = found(124, 100, score=0.4), found(200, 100, score=0.4), found(124, 100, score=0.25)
     others = [((100.0, 100.0), 20.0)]
-    assert not rules.admits(beside, others) and rules.in_shade().admits(beside, others)
-    assert rules.admits(apart, others) and rules.in_shade().admits(apart, others)
-    assert not rules.admits(faint, others) and not rules.in_shade().admits(faint, others)
-    assert rules.in_shade().min_score == rules.min_score
+    assert not rules.admits(beside, others) and rules.admits(beside, others, read=True)
+    assert rules.admits(apart, others) and rules.admits(apart, others, read=True)
+    assert not rules.admits(faint, others) and not rules.admits(faint, others, read=True)
+
+
+def test_a_toss_up_die_touching_another_is_added_at_the_lower_score_only_where_asked_and_read():
+    readings = [reading(100, 100)]
+    beside = found(124, 100, score=0.4)
+    assert complete_tossup(readings, [beside]) == readings
+    added = complete_tossup(readings, [beside], read_near=True)
+    assert [r.center for r in added] == [(100, 100), (124, 100)] and added[1].face == "green"
+    unread = found(124, 100, score=0.4, colours=(0.5, 0.3, 0.2))
+    assert complete_tossup(readings, [unread], read_near=True) == readings
 
 
 def test_the_finder_only_adds_dice_the_reader_did_not_find():

@@ -92,13 +92,13 @@ def test_dice_in_a_walls_shadow_are_found_where_the_shade_is_lifted(folder, phot
 def test_dice_huddled_in_a_walls_shadow_are_found_though_they_touch(folder, photo, faces):
     """Dice in the wall's shadow touch one another: the net, looking at the shade lifted,
     scores them under FinderRules.near_score, which in the frame as it comes tells a die beside
-    another from its side face or shadow. In the shade they need only the least score
-    (shade_near_score): over the dev split this adds 1 die and over the lean set 4, none read
+    another from its side face or shadow. Dark in the shade, their insets read, they need only
+    read_near_score: over the dev split this adds 1 die and over the lean set 4, none read
     wrong and no false die."""
     label = next(label for label in photo_labels(FIXTURES / folder) if label.image.name == photo)
     image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
     rules = FinderRules()
-    without = Scanner("tossup", finder_rules=replace(rules, shade_near_score=rules.near_score)).read(image)
+    without = Scanner("tossup", finder_rules=replace(rules, read_near_score=rules.near_score)).read(image)
     added = [r for r in Scanner("tossup").read(image) if all(r.center != w.center for w in without)]
     assert sorted(r.face for r in added) == faces
     for reading in added:
