@@ -119,6 +119,29 @@ def test_a_die_in_a_walls_shadow_touching_another_is_found_there():
     assert read_there(replace(rules, read_near_score=rules.near_score)) == []
 
 
+@pytest.mark.parametrize("photo", ["lean-tallyup-s08-r00.jpg", "lean-tallyup-s08-r03.jpg"])
+def test_a_clipped_orange_die_that_looks_yellow_is_named_by_its_edge(photo):
+    """The lamp clips these orange dice's tops towards yellow (58-60 % of the top clipped) and
+    their stars are on both dice, so the print cannot tell them apart; their rims and sides,
+    turned away from the lamp, stay orange, which a yellow die's never are
+    (TallyParams.rival_rim_share). Without that look they stay yellow and unsure. Over the
+    test split it names three more such dice, all right; nothing else changes on any set."""
+    folder = FIXTURES.parent / "lean" / "tallyup"
+    label = next((label for label in photo_labels(folder) if label.image.name == photo), None)
+    if label is None or not label.image.is_file():
+        pytest.skip(f"{photo} is not rendered")
+    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+    truth = next(d for d in label.dice if d.die == "orange")
+    finder, face_net = DieFinder(), FaceNet()
+
+    def read_there(params: TallyParams) -> list[tuple[str | None, str | None]]:
+        reader = TallyReader(default_model(), params, finder=finder, face_net=face_net)
+        return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
+
+    assert read_there(TallyParams()) == [("orange", truth.face)]
+    assert read_there(replace(TallyParams(), rival_rim_share=math.inf)) == [("yellow", "unsure")]
+
+
 def test_a_half_lit_die_beside_another_is_added_when_it_reads_as_a_free_die():
     """tallyup-s01-r05: the purple die lies half in the wall's shadow beside the blue one; the
     net scores it 0.42, under near_score, and it is too lit for the shade pass. Named purple
