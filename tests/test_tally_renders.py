@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import cv2
+import numpy as np
 import pytest
 
 from calibration.teach import learn_tally_model
@@ -28,7 +29,7 @@ from scanner.cli import bench_videos
 from scanner.evaluate import Scorecard, score_perturbed
 from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules
-from scanner.labels import photo_labels
+from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
 from scanner.tally import TallyParams, TallyReader, default_model
 
@@ -72,118 +73,87 @@ def test_empty_trays_have_no_dice():
     assert max(found.values()) <= 1, found
 
 
+@pytest.fixture(scope="module")
+def nets() -> tuple[DieFinder, FaceNet]:
+    """The shipped die finder and face net, loaded once for the tests that read one die."""
+    return DieFinder(), FaceNet()
+
+
+def one_die(folder: Path, photo: str, die: str) -> tuple[np.ndarray, LabelledDie]:
+    """(the photo, its labelled `die`), or the test is skipped where it is not rendered."""
+    label = next((label for label in photo_labels(folder) if label.image.name == photo), None)
+    if label is None or not label.image.is_file():
+        pytest.skip(f"{photo} is not rendered")
+    return cv2.imread(str(label.image), cv2.IMREAD_COLOR), next(d for d in label.dice if d.die == die)
+
+
+def read_there(image: np.ndarray, truth: LabelledDie, nets: tuple[DieFinder, FaceNet], params: TallyParams = TallyParams(),
+               rules: FinderRules = FinderRules()) -> list[tuple[str | None, str | None]]:
+    """(die, face) of each reading at the labelled die `truth`."""
+    finder, face_net = nets
+    reader = TallyReader(default_model(), params, finder=finder, finder_rules=rules, face_net=face_net)
+    return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
+
+
 @pytest.mark.parametrize("photo, die, face", [("tallyup-s18-r02.jpg", "orange", "star"),
                                                ("tallyup-s07-r08.jpg", "red", "50")])
-def test_a_die_in_a_walls_shadow_is_found_where_the_shade_is_lifted(photo, die, face):
+def test_a_die_in_a_walls_shadow_is_found_where_the_shade_is_lifted(photo, die, face, nets):
     """Two dice of the dev split lie in the tray wall's shadow (a white board, a plaid cloth),
     too dark for their colour band and for the finder in the picture as it comes: the shade
     pass (TallyReader._with_shaded) finds them and reads them right. Without it they are
     missed. Over the dev split it adds these two; over the test split four dice on a white
     board, none of them wrong."""
-    label = next((label for label in photo_labels(FIXTURES, "dev") if label.image.name == photo), None)
-    if label is None or not label.image.is_file():
-        pytest.skip(f"{photo} is not rendered")
-    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-    truth = next(d for d in label.dice if d.die == die)
-    finder, face_net = DieFinder(), FaceNet()
-
-    def read_there(rules: FinderRules) -> list[tuple[str | None, str | None]]:
-        reader = TallyReader(default_model(), finder=finder, finder_rules=rules, face_net=face_net)
-        return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
-
+    image, truth = one_die(FIXTURES, photo, die)
     assert truth.face == face
-    assert read_there(FinderRules()) == [(die, face)]
-    assert read_there(replace(FinderRules(), shade_gain=math.inf)) == []
+    assert read_there(image, truth, nets) == [(die, face)]
+    assert read_there(image, truth, nets, rules=replace(FinderRules(), shade_gain=math.inf)) == []
 
 
-def test_a_die_in_a_walls_shadow_touching_another_is_found_there():
+def test_a_die_in_a_walls_shadow_touching_another_is_found_there(nets):
     """lean-tallyup-s00-r00: the orange die lies in the wall's shadow against another die. In
     the shade lifted the net scores it under near_score, so it was taken for its neighbour's
     side face; named by a free colour and its face read, it needs only read_near_score
     (FinderRules), and the shade pass adds it. Over the dev split and the teach set this changes
     nothing; over the lean set it adds this die, over the test split three, none read wrong."""
-    photo = FIXTURES.parent / "lean" / "tallyup" / "lean-tallyup-s00-r00.json"
-    if not photo.is_file():
-        pytest.skip("the lean Tally set is not rendered")
-    label = next(label for label in photo_labels(photo.parent) if label.image.name == "lean-tallyup-s00-r00.jpg")
-    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-    truth = next(d for d in label.dice if d.die == "orange")
-    finder, face_net = DieFinder(), FaceNet()
-
-    def read_there(rules: FinderRules) -> list[tuple[str | None, str | None]]:
-        reader = TallyReader(default_model(), finder=finder, finder_rules=rules, face_net=face_net)
-        return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
-
+    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s00-r00.jpg", "orange")
     rules = FinderRules()
-    assert read_there(rules) == [("orange", truth.face)]
-    assert read_there(replace(rules, read_near_score=rules.near_score)) == []
+    assert read_there(image, truth, nets) == [("orange", truth.face)]
+    assert read_there(image, truth, nets, rules=replace(rules, read_near_score=rules.near_score)) == []
 
 
 @pytest.mark.parametrize("photo", ["lean-tallyup-s08-r00.jpg", "lean-tallyup-s08-r03.jpg"])
-def test_a_clipped_orange_die_that_looks_yellow_is_named_by_its_edge(photo):
+def test_a_clipped_orange_die_that_looks_yellow_is_named_by_its_edge(photo, nets):
     """The lamp clips these orange dice's tops towards yellow (58-60 % of the top clipped) and
     their stars are on both dice, so the print cannot tell them apart; their rims and sides,
     turned away from the lamp, stay orange, which a yellow die's never are
     (TallyParams.rival_rim_share). Without that look they stay yellow and unsure. Over the
     test split it names three more such dice, all right; nothing else changes on any set."""
-    folder = FIXTURES.parent / "lean" / "tallyup"
-    label = next((label for label in photo_labels(folder) if label.image.name == photo), None)
-    if label is None or not label.image.is_file():
-        pytest.skip(f"{photo} is not rendered")
-    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-    truth = next(d for d in label.dice if d.die == "orange")
-    finder, face_net = DieFinder(), FaceNet()
-
-    def read_there(params: TallyParams) -> list[tuple[str | None, str | None]]:
-        reader = TallyReader(default_model(), params, finder=finder, face_net=face_net)
-        return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
-
-    assert read_there(TallyParams()) == [("orange", truth.face)]
-    assert read_there(replace(TallyParams(), rival_rim_share=math.inf)) == [("yellow", "unsure")]
+    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", photo, "orange")
+    assert read_there(image, truth, nets) == [("orange", truth.face)]
+    assert read_there(image, truth, nets, replace(TallyParams(), rival_rim_share=math.inf)) == [("yellow", "unsure")]
 
 
-def test_a_half_lit_die_beside_another_is_added_when_it_reads_as_a_free_die():
+def test_a_half_lit_die_beside_another_is_added_when_it_reads_as_a_free_die(nets):
     """tallyup-s01-r05: the purple die lies half in the wall's shadow beside the blue one; the
     net scores it 0.42, under near_score, and it is too lit for the shade pass. Named purple
     (no other die is) and its face read, it cannot be the blue die's side face or shadow, so
     read_near_score admits it. Over the dev split, the teach set and the lean set this changes
     nothing; it adds one die on the test split and one of the taught alt look, both read right."""
-    label = next((label for label in photo_labels(FIXTURES, "test") if label.image.name == "tallyup-s01-r05.jpg"), None)
-    if label is None or not label.image.is_file():
-        pytest.skip("tallyup-s01-r05.jpg is not rendered")
-    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-    truth = next(d for d in label.dice if d.die == "purple")
-    finder, face_net = DieFinder(), FaceNet()
-
-    def read_there(rules: FinderRules) -> list[tuple[str | None, str | None]]:
-        reader = TallyReader(default_model(), finder=finder, finder_rules=rules, face_net=face_net)
-        return [(r.die, r.face) for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
-
+    image, truth = one_die(FIXTURES, "tallyup-s01-r05.jpg", "purple")
     rules = FinderRules()
-    assert read_there(rules) == [("purple", truth.face)]
-    assert read_there(replace(rules, read_near_score=rules.near_score)) == []
+    assert read_there(image, truth, nets) == [("purple", truth.face)]
+    assert read_there(image, truth, nets, rules=replace(rules, read_near_score=rules.near_score)) == []
 
 
-def test_a_plus_100_whose_plus_the_glare_left_a_dot_is_not_read_minus_100():
+def test_a_plus_100_whose_plus_the_glare_left_a_dot_is_not_read_minus_100(nets):
     """tallyup-teach/teach-s00-r04: the Up Die's +100 half blown out by the lamp's glare, its
     "+" a dot. Its templates favour -100; the strokes that tell the two apart vote 0.46 for
     -100's, which is no telling, so the die is left unsure (TallyParams.pair_veto). With the
     veto at 0.4 it was read -100: 200 points the wrong way."""
-    label = next((label for label in photo_labels(FIXTURES.parent / "tallyup-teach")
-                  if label.image.name == "teach-s00-r04.jpg"), None)
-    if label is None or not label.image.is_file():
-        pytest.skip("teach-s00-r04.jpg is not rendered")
-    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-    truth = next(d for d in label.dice if d.die == "up")
-    finder, face_net = DieFinder(), FaceNet()
-
-    def read_there(params: TallyParams) -> list[str | None]:
-        reader = TallyReader(default_model(), params, finder=finder, face_net=face_net)
-        return [r.face for r in reader.read(image) if math.dist(r.center, truth.center) < 0.5 * truth.size]
-
+    image, truth = one_die(FIXTURES.parent / "tallyup-teach", "teach-s00-r04.jpg", "up")
     assert truth.face == "+100"
-    assert read_there(TallyParams()) == ["unsure"]
-    assert read_there(replace(TallyParams(), pair_veto=0.4)) == ["-100"]
+    assert read_there(image, truth, nets) == [("up", "unsure")]
+    assert read_there(image, truth, nets, replace(TallyParams(), pair_veto=0.4)) == [("up", "-100")]
 
 
 ALT = FIXTURES.parent / "alt"
