@@ -229,9 +229,10 @@ class TallyParams:
     #: from the lamp, keep the body's hue where the top clips, and clipping turns a hue one
     #: way only (an orange die's edge shows orange, a yellow die's never does). Orange on the
     #: edge of clipped dice, less the tray's: yellow dice at most 0.10 (dev split, teach and
-    #: lean sets, test split alike), orange dice read as yellow 0.23-0.42. Lean set: 2 such
-    #: dice named and read right; dev split, teach set and alt look unchanged (0.10 to 0.25
-    #: read the same there).
+    #: lean sets, test split alike), orange dice read as yellow 0.23-0.42. Lean set: one such
+    #: flat die named and read right (and one leaning die named right and, as every leaning
+    #: Tally die the reader takes for flat, read); dev split, teach set and alt look unchanged
+    #: (0.10 to 0.25 read the same there).
     rival_rim_share: float = 0.18
     clip_gains: tuple[float, ...] = (1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0)
     #: A face left unsure is read again on a better-placed square: the found top face is

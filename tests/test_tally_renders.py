@@ -121,14 +121,15 @@ def test_a_die_in_a_walls_shadow_touching_another_is_found_there(nets):
     assert read_there(image, truth, nets, rules=replace(rules, read_near_score=rules.near_score)) == []
 
 
-@pytest.mark.parametrize("photo", ["lean-tallyup-s08-r00.jpg", "lean-tallyup-s08-r03.jpg"])
-def test_a_clipped_orange_die_that_looks_yellow_is_named_by_its_edge(photo, nets):
-    """The lamp clips these orange dice's tops towards yellow (58-60 % of the top clipped) and
-    their stars are on both dice, so the print cannot tell them apart; their rims and sides,
-    turned away from the lamp, stay orange, which a yellow die's never are
-    (TallyParams.rival_rim_share). Without that look they stay yellow and unsure. Over the
-    test split it names three more such dice, all right; nothing else changes on any set."""
-    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", photo, "orange")
+def test_a_clipped_orange_die_that_looks_yellow_is_named_by_its_edge(nets):
+    """lean-tallyup-s08-r03: the lamp clips the orange die's top towards yellow (58 % of it
+    clipped) and its star is on both dice, so the print cannot tell them apart; its rim and
+    sides, turned away from the lamp, stay orange, which a yellow die's never are
+    (TallyParams.rival_rim_share). Without that look it stays yellow and unsure. Over the test
+    split it names three more such dice, all right; on the lean set also one that leans (its
+    face is read, as on every leaning Tally die the reader takes for flat); nothing else
+    changes on any set."""
+    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s08-r03.jpg", "orange")
     assert read_there(image, truth, nets) == [("orange", truth.face)]
     assert read_there(image, truth, nets, replace(TallyParams(), rival_rim_share=math.inf)) == [("yellow", "unsure")]
 
