@@ -65,6 +65,19 @@ def test_flags_cocked_dice_and_almost_never_a_flat_one(tossup_card):
     assert tossup_card.false_cocked <= FALSE_COCKED_RATE * tossup_card.faces_total
 
 
+def assert_only_the_rule_adds(folder: str, photo: str, faces: list[str], without: FinderRules) -> None:
+    """Read `photo` with the finder's rules as shipped and `without` the rule under test: the
+    dice only the shipped rules find have `faces`, each read right at a labelled die."""
+    label = next(label for label in photo_labels(FIXTURES / folder) if label.image.name == photo)
+    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+    before = Scanner("tossup", finder_rules=without).read(image)
+    added = [r for r in Scanner("tossup").read(image) if all(r.center != b.center for b in before)]
+    assert sorted(r.face for r in added) == faces
+    for reading in added:
+        truth = min(label.dice, key=lambda die: math.dist(die.center, reading.center))
+        assert math.dist(truth.center, reading.center) < 0.5 * truth.size and truth.face == reading.face
+
+
 @pytest.mark.parametrize("folder, photo, faces", [
     ("tossup", "tossup-s09-r00.jpg", ["yellow"]),
     ("lean/tossup", "lean-tossup-s05-r02.jpg", ["green", "red", "yellow"]),
@@ -75,14 +88,7 @@ def test_dice_in_a_walls_shadow_are_found_where_the_shade_is_lifted(folder, phot
     lifted (finder.find_in_shade) and their rims read them right. This adds 3 dice over the
     dev split (one unsure), 1 over the test split and 11 over the lean set (one unsure, one not
     a die), none read wrong."""
-    label = next(label for label in photo_labels(FIXTURES / folder) if label.image.name == photo)
-    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
-    without = Scanner("tossup", finder_rules=replace(FinderRules(), shade_gain=math.inf)).read(image)
-    added = [r for r in Scanner("tossup").read(image) if all(r.center != w.center for w in without)]
-    assert sorted(r.face for r in added) == faces
-    for reading in added:
-        truth = min(label.dice, key=lambda die: math.dist(die.center, reading.center))
-        assert math.dist(truth.center, reading.center) < 0.5 * truth.size and truth.face == reading.face
+    assert_only_the_rule_adds(folder, photo, faces, replace(FinderRules(), shade_gain=math.inf))
 
 
 @pytest.mark.parametrize("folder, photo, faces", [
@@ -95,15 +101,8 @@ def test_dice_huddled_in_a_walls_shadow_are_found_though_they_touch(folder, phot
     another from its side face or shadow. Dark in the shade, their insets read, they need only
     read_near_score: over the dev split this adds 1 die and over the lean set 4, none read
     wrong and no false die."""
-    label = next(label for label in photo_labels(FIXTURES / folder) if label.image.name == photo)
-    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
     rules = FinderRules()
-    without = Scanner("tossup", finder_rules=replace(rules, read_near_score=rules.near_score)).read(image)
-    added = [r for r in Scanner("tossup").read(image) if all(r.center != w.center for w in without)]
-    assert sorted(r.face for r in added) == faces
-    for reading in added:
-        truth = min(label.dice, key=lambda die: math.dist(die.center, reading.center))
-        assert math.dist(truth.center, reading.center) < 0.5 * truth.size and truth.face == reading.face
+    assert_only_the_rule_adds(folder, photo, faces, replace(rules, read_near_score=rules.near_score))
 
 
 def test_empty_trays_show_no_dice():
