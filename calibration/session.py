@@ -32,6 +32,7 @@ from scanner.finder import DieFinder
 from scanner.frames import DieReading
 from scanner.reader import Scanner, cleaned_picture
 from scanner.tally import TallyModel, TallyReader, default_model
+from scanner.top_face import TopFaceNet
 from scanner.tossup import TossUpParams
 
 log = logging.getLogger(__name__)
@@ -78,13 +79,14 @@ class CalibrationSession:
     """The wizard's state; every method is safe to call from any request thread."""
 
     def __init__(self, name: str, base: Profile | None = None, need: int = 3, finder: DieFinder | None = None,
-                 face_net: FaceNet | None = None) -> None:
+                 face_net: FaceNet | None = None, top_face: TopFaceNet | None = None) -> None:
         self.name = check_name(name)
-        #: The die finder and the face net every roll and the check are read with, as the
-        #: scanner reads them (the face net also teaches the Tally Dice); None = the built-in
-        #: nets, loaded when first needed.
+        #: The die finder, the face net and the top-face locator every roll and the check are
+        #: read with, as the scanner reads them (the face net also teaches the Tally Dice);
+        #: None = the built-in nets, loaded when first needed.
         self._finder = finder
         self._face_net = face_net
+        self._top_face = top_face
         self.base = base or Profile(name=name)
         self.need = need
         self._lock = threading.RLock()
@@ -204,12 +206,18 @@ class CalibrationSession:
                 self._face_net = FaceNet()
             return self._face_net
 
+    def top_face(self) -> TopFaceNet:
+        with self._lock:
+            if self._top_face is None:
+                self._top_face = TopFaceNet()
+            return self._top_face
+
     def _tally(self) -> TallyReader:
         model = self.tally_model or self.base.tallyup or default_model()
-        finder, face_net = self.finder(), self.face_net()
+        finder, face_net, top_face = self.finder(), self.face_net(), self.top_face()
         with self._lock:
             if self._tally_reader is None or self._tally_reader[0] is not model:
-                self._tally_reader = (model, TallyReader(model, finder=finder, face_net=face_net))
+                self._tally_reader = (model, TallyReader(model, finder=finder, face_net=face_net, top_face=top_face))
             return self._tally_reader[1]
 
     def capture_roll(self, image: np.ndarray, dice_set: str) -> dict[str, Any]:
@@ -376,7 +384,7 @@ class CalibrationSession:
         return Scanner(dice_set=dice_set, tossup=profile.tossup, tally=profile.tallyup, tray=profile.tray,
                        die_size=profile.die_size, frame_size=profile.frame_size, black_level=profile.black_level,
                        light_gains=profile.light_gains, empty_tray=empty if empty is not None else self._empty_image(),
-                       finder=self.finder(), face_net=self.face_net())
+                       finder=self.finder(), face_net=self.face_net(), top_face=self.top_face())
 
     def run_check(self) -> dict[str, Any]:
         rolls = [(s.image(), s.confirmed or ()) for s in self._confirmed("tossup") + self._confirmed("tallyup")]

@@ -18,6 +18,7 @@ from scanner.frames import DieReading
 from scanner.lean_net import LeanNet, finder_leaning_at
 from scanner.shade import Brightness, lifted_around
 from scanner.tally import TallyModel, TallyReader, default_model
+from scanner.top_face import TopFaceNet
 from scanner.tossup import TossUpParams, half_size, illuminant, read_tossup, rim_colour, work_scale
 from scanner.tray import drop_empty_look, keep_in_tray
 
@@ -64,6 +65,10 @@ class Scanner:
     #: unless use_lean_net is off. Toss Up only (see scanner/lean_net.py), with the finder.
     lean_net: LeanNet | None = field(default=None, repr=False)
     use_lean_net: bool = True
+    #: The top-face locator that places the square of a Tally face left unsure; None = the
+    #: built-in one (scanner/data/top_face.onnx), unless use_top_face is off.
+    top_face: TopFaceNet | None = field(default=None, repr=False)
+    use_top_face: bool = True
 
     def __post_init__(self) -> None:
         if self.dice_set not in DICE_SETS:
@@ -82,9 +87,14 @@ class Scanner:
             self.face_net = None  # only Tally faces use it ("any" reads no faces)
         elif self.face_net is None:
             self.face_net = FaceNet()
+        if self.dice_set != "tallyup" or not self.use_top_face:
+            self.top_face = None  # only Tally faces are placed by it
+        elif self.top_face is None:
+            self.top_face = TopFaceNet()
         if self.dice_set in ("tallyup", "any"):
             self._tally_reader = TallyReader(self.tally or default_model(), finder=self.finder,
-                                             finder_rules=self.finder_rules, face_net=self.face_net)
+                                             finder_rules=self.finder_rules, face_net=self.face_net,
+                                             top_face=self.top_face)
 
     def _cleaned(self, image: np.ndarray) -> np.ndarray:
         # Both readers, and the finder, see a dim table's pictures brightened back. Tally Dice

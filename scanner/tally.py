@@ -74,6 +74,7 @@ from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie, find_in
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
 from scanner.shade import Brightness, brightest_channel, lifted_around
+from scanner.top_face import TopFaceNet
 from scanner.tossup import half_size, illuminant, order_clockwise
 from scorekeeper.rules.dice import STAR, TALLY_FACES, UP_DIE, UP_FACES, is_circled
 
@@ -282,6 +283,14 @@ class TallyParams:
     flatten_strictness: float = 0.8
     flatten_kernel: int = 7
     flatten_max_gain: float = 6.0
+    #: A face still unsure after placing is read on the top face where the locator
+    #: (scanner/top_face.py) sees it, as seen and with the shade divided out (see
+    #: _read_located). One with at least located_shade of it lifted more than shade_lift
+    #: times by dividing the shade out lies mostly in a shadow and is read only so: read as
+    #: seen, a yellow (40) half in a wall's shadow (dev tallyup-s10-r08, 0.63 of it lifted)
+    #: was a 70 at 0.87; right reads as seen reached 0.40.
+    shade_lift: float = 1.4
+    located_shade: float = 0.5
     #: A face read with a confidence below weak_read on a square smaller than small_square
     #: times the median size of the dice the finder is sure of is read again on a square of
     #: that size (a shaded frame's colour blobs are all too small, and the frame's common size
@@ -1358,6 +1367,12 @@ def shadow_flattened(patch: np.ndarray, sign: int, params: TallyParams) -> np.nd
     patch's with the print's strokes taken away: a grey opening removes strokes lighter than
     the body (`sign` +1), a closing darker ones (-1); the shadow, wider than a stroke, stays.
     """
+    return patch * shade_gain(patch, sign, params)[..., None]
+
+
+def shade_gain(patch: np.ndarray, sign: int, params: TallyParams) -> np.ndarray:
+    """Per pixel of a canonical face patch, how much shadow_flattened lifts it: 1 in the
+    light, more in a shadow's shade."""
     # The channels' maximum pairwise: the same values, at an eighth of the cost of numpy's
     # reduction over a three-long axis.
     brightness = np.maximum(np.maximum(patch[..., 0], patch[..., 1]), patch[..., 2])
@@ -1368,8 +1383,7 @@ def shadow_flattened(patch: np.ndarray, sign: int, params: TallyParams) -> np.nd
     body = cv2.blur(body, (3, 3))
     # Lifted to the lit body's brightness (most of a face lies in the light).
     target = _percentile(body.ravel(), 75)
-    gain = np.minimum(target / np.maximum(body, 1.0), params.flatten_max_gain)
-    return patch * gain[..., None]
+    return np.minimum(target / np.maximum(body, 1.0), params.flatten_max_gain)
 
 
 def ink_of(patch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1748,6 +1762,8 @@ class TallyReader:
     finder_rules: FinderRules = field(default_factory=FinderRules)
     #: The face net that reads prints beside the templates, when the model holds its codes.
     face_net: FaceNet | None = None
+    #: The top-face locator that places the square of a face left unsure (see _read_or_place).
+    top_face: TopFaceNet | None = None
 
     def __post_init__(self) -> None:
         self.compiled = compile_model(self.model, self.params)
@@ -1888,9 +1904,12 @@ class TallyReader:
         return best_quad
 
     def _read_or_place(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, typical: float | None,
-                       rivals: Collection[str] = ()) -> tuple[str, float, dict[str, float]]:
+                       rivals: Collection[str] = (), locate: bool = False) -> tuple[str, float, dict[str, float]]:
         """(face, face confidence, scores) of `blob` as `die`; an unsure face is read again on
-        the square placed where its print looks most like a face, and moves the blob there."""
+        the square placed where its print looks most like a face, and moves the blob there.
+        `locate`: then on the top face where the locator sees it (only for a die named by its
+        own colour: where a name is on trial, a face read is taken as the name's proof, and a
+        face read on a located square is weaker proof than the print that placed it)."""
         read = self._read_face(image, gains, blob.quad, die, blob.clipped, rivals=rivals)
         if read[0] != UNSURE:
             return read
@@ -1911,12 +1930,40 @@ class TallyReader:
             placed = self._placed(image, gains, blob.quad, die, typical, flatten=True)
             again = self._read_face(image, gains, placed, die, blob.clipped,
                                     self.params.placed_ratio * self.params.flatten_strictness, rivals, flatten=True)
+        if again[0] == UNSURE and locate and self.top_face is not None:
+            # Placing moves the square only where the print looks more like a face; the
+            # locator sees where the top face lies, print or none (a side face, the shadow,
+            # the rounded edges around it).
+            located = self._read_located(image, gains, blob, die, rivals)
+            if located is not None:
+                placed, again = located
         # Only a face read for sure moves the die: an unsure one keeps what the tray checks
         # judge (a patch of tray would look more printed).
         if again[0] == UNSURE:
             return read
         blob.place(placed, mean_side(placed))
         return again
+
+    def _read_located(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Collection[str]
+                      ) -> tuple[np.ndarray, tuple[str, float, dict[str, float]]] | None:
+        """(the top face where the locator sees it, its face read there), or None when that
+        face is unsure. It is read as seen and with the shade divided out: both must agree
+        where both are sure, and a face mostly in shade (at least located_shade of it lifted
+        more than shade_lift times) is read with the shade divided out only: the shadow's
+        edge across a print can look like another face's strokes."""
+        assert self.top_face is not None
+        located = self.top_face.locate(image, gains, [blob.quad])[0]
+        seen = self._read_face(image, gains, located, die, blob.clipped, rivals=rivals)
+        flat = self._read_face(image, gains, located, die, blob.clipped, self.params.flatten_strictness, rivals,
+                               flatten=True)
+        lift = shade_gain(face_patch(image, located, gains), _ink_sign(self.model, die), self.params)
+        if seen[0] == UNSURE or float(np.mean(lift > self.params.shade_lift)) >= self.params.located_shade:
+            read = flat
+        elif flat[0] in (UNSURE, seen[0]):
+            read = seen
+        else:
+            return None
+        return None if read[0] == UNSURE else (located, read)
 
     def _identify_by_print(self, image: np.ndarray, gains: np.ndarray, blob: Blob, distances: Mapping[str, float],
                            taken: Mapping[str, float]) -> tuple[str, float, str, float, dict[str, float]]:
@@ -2193,7 +2240,7 @@ class TallyReader:
                               and d <= min(self.params.clipped_identity_distance, nearest + self.params.rival_margin)
                               and brighter[other] <= nearest + self.params.rival_clip_margin
                               and not _held_elsewhere(other, d, taken)]
-                face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals)
+                face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals, locate=True)
                 if face == UNSURE:
                     face, face_confidence, scores = self._read_where_found(
                         image, gains, blob, die, typical, rivals, found_by_net(), (face, face_confidence, scores))
@@ -2291,7 +2338,7 @@ class TallyReader:
             if max(chances, key=chances.__getitem__) != die or chances[die] < rules.min_identity:
                 continue
             trial = Blob(die, np.float32(other.corners()), other.center, other.side, 1.0, 1.0, blob.lab, blob.clipped)
-            again = self._read_or_place(image, gains, trial, die, typical, rivals)
+            again = self._read_or_place(image, gains, trial, die, typical, rivals, locate=True)
             if again[0] != UNSURE:
                 blob.place(trial.quad, trial.side)
                 return again
@@ -2361,7 +2408,7 @@ class TallyReader:
                         face, face_confidence, scores = read
                         confidence = min(chance, face_confidence)
             if with_faces and name != UNSURE and face == UNSURE:
-                face, face_confidence, scores = self._read_or_place(image, gains, blob, name, typical)
+                face, face_confidence, scores = self._read_or_place(image, gains, blob, name, typical, locate=True)
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
             if with_faces and name == UNSURE:
                 claimed = self._claimed_from_clipped(image, gains, die, blob, colours, result, held, found, typical)
@@ -2440,7 +2487,7 @@ class TallyReader:
         if blob.side >= self.params.small_square * size:
             return read
         self._regrow(image, gains, blob, size)
-        return self._read_or_place(image, gains, blob, die, size, rivals)
+        return self._read_or_place(image, gains, blob, die, size, rivals, locate=True)
 
     def _rival_by_rim(self, image: np.ndarray, gains: np.ndarray, blob: Blob, rivals: Sequence[str],
                       typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
