@@ -35,7 +35,7 @@ import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
 from scanner.labels import mean_side
-from scanner.training import export_onnx, labelled_images
+from scanner.training import cosine_rate, export_onnx, labelled_images, optimiser_step
 from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
 
 log = logging.getLogger(__name__)
@@ -202,12 +202,9 @@ def train(examples: Sequence[FaceExample], epochs: int, per_example: int, seed: 
             codes = F.normalize(net(x[pick]), dim=1)
             logits = 16.0 * codes @ F.normalize(centres, dim=1).T
             loss = F.cross_entropy(logits, y[pick], label_smoothing=0.05)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
+            optimiser_step(optimiser, loss)
             total += float(loss.detach()) * len(pick)
-        for group in optimiser.param_groups:
-            group["lr"] = 3e-3 * 0.5 * (1 + math.cos(math.pi * (epoch + 1) / epochs))
+        cosine_rate(optimiser, 3e-3, epoch, epochs)
         message = f"epoch {epoch + 1}/{epochs} loss {total / len(y):.3f}"
         if check_x is not None:
             net.eval()

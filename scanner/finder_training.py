@@ -33,7 +33,7 @@ import numpy as np
 
 from scanner.finder import CHANNELS, FACE_CHANNELS, IDENTITIES, IDENTITY_CHANNELS, INPUT_WIDTH, STRIDE, TOSSUP_FACES
 from scanner.labels import LabelledDie, LabelledPhoto, load_video_label
-from scanner.training import export_onnx, labelled_images
+from scanner.training import export_onnx, labelled_images, optimiser_step
 
 log = logging.getLogger(__name__)
 
@@ -271,9 +271,7 @@ def train(examples: Sequence[Example], steps: int, batch_size: int, seed: int, o
         x, target, weight = (torch.from_numpy(a) for a in next(stream))
         terms = loss_terms(net(x), target, weight)
         loss = sum(terms)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+        optimiser_step(optimiser, loss)
         schedule.step()
         if step % 50 == 0 or step == steps - 1:
             log.info("step %d/%d loss %.3f (centre %.3f regress %.3f cocked %.3f colour %.3f identity %.3f) %.0f s", step, steps,

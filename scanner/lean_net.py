@@ -32,12 +32,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-import cv2
 import numpy as np
 
 from scanner.finder import FinderRules, FoundDie, sigmoid
 from scanner.frames import DieReading
-from scanner.nets import read_onnx
+from scanner.nets import over_bright_level, read_onnx, square_crop
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +58,7 @@ LEAN_THRESHOLD = 0.9
 def crop_around(image: np.ndarray, center: Sequence[float], side: float) -> np.ndarray:
     """A CROP_SIDE square BGR crop about `center`, CROP_REACH top-face sides each way; outside
     the frame is mirrored."""
-    half = CROP_REACH * max(float(side), 1.0)
-    x, y = float(center[0]), float(center[1])
-    source = np.float32([[x - half, y - half], [x + half, y - half], [x + half, y + half]])
-    target = np.float32([[0, 0], [CROP_SIDE, 0], [CROP_SIDE, CROP_SIDE]])
-    return cv2.warpAffine(image, cv2.getAffineTransform(source, target), (CROP_SIDE, CROP_SIDE),
-                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    return square_crop(image, center, CROP_REACH * max(float(side), 1.0), CROP_SIDE)
 
 
 def position_of(center: Sequence[float], side: float, frame_size: tuple[int, int]) -> tuple[float, float, float]:
@@ -76,10 +70,8 @@ def position_of(center: Sequence[float], side: float, frame_size: tuple[int, int
 def net_input(crops: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """N x 6 x CROP_SIDE x CROP_SIDE float32: each crop's colours over its own 99th percentile
     (the lamp's brightness drops out), then its position as three constant planes."""
-    crops = np.asarray(crops, np.float32)
     count = len(crops)
-    reference = np.percentile(crops.reshape(count, -1), 99, axis=1).reshape(-1, 1, 1, 1) + 1.0
-    colours = (crops / reference).transpose(0, 3, 1, 2)
+    colours = over_bright_level(crops)
     scaled = np.asarray(positions, np.float32).reshape(count, 3) * np.float32(POSITION_SCALES)
     planes = np.broadcast_to(scaled[:, :, None, None], (count, 3, CROP_SIDE, CROP_SIDE))
     return np.ascontiguousarray(np.concatenate([colours, planes], axis=1), np.float32)

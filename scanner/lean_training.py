@@ -35,7 +35,7 @@ import numpy as np
 from scanner.evaluate import match
 from scanner.finder import FinderRules
 from scanner.lean_net import CROP_SIDE, crop_around, finder_leaning_at, net_input, position_of
-from scanner.training import export_onnx, labelled_images
+from scanner.training import cosine_rate, export_onnx, labelled_images, optimiser_step
 
 log = logging.getLogger(__name__)
 
@@ -152,12 +152,9 @@ def train(examples: LeanExamples, chosen: np.ndarray, epochs: int, seed: int):  
         total = 0.0
         for start in range(0, len(y), 64):
             loss = F.binary_cross_entropy_with_logits(net(x[start:start + 64])[:, 0], y[start:start + 64])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
+            optimiser_step(optimiser, loss)
             total += float(loss.detach()) * len(y[start:start + 64])
-        for group in optimiser.param_groups:
-            group["lr"] = 2e-3 * 0.5 * (1 + math.cos(math.pi * (epoch + 1) / epochs))
+        cosine_rate(optimiser, 2e-3, epoch, epochs)
         log.info("epoch %d/%d loss %.3f (%.0f s)", epoch + 1, epochs, total / len(y), time.monotonic() - started)
     return net
 

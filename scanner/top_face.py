@@ -24,11 +24,10 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-import cv2
 import numpy as np
 
 from scanner.labels import mean_side
-from scanner.nets import read_onnx
+from scanner.nets import over_bright_level, read_onnx, square_crop
 
 log = logging.getLogger(__name__)
 
@@ -43,24 +42,17 @@ CROP_REACH = 1.25
 def crop_about(image: np.ndarray, center: Sequence[float], side: float) -> np.ndarray:
     """A CROP_SIDE square BGR crop about `center`, CROP_REACH times `side` each way, in the
     image's orientation; outside the frame is mirrored."""
-    half = CROP_REACH * max(float(side), 1.0)
-    x, y = float(center[0]), float(center[1])
-    source = np.float32([[x - half, y - half], [x + half, y - half], [x + half, y + half]])
-    # Pixel i covers i-0.5 to i+0.5: the centre lands between the middle two pixels, so a crop
+    # Pixel centres (edge at -0.5): the centre lands between the middle two pixels, so a crop
     # turned or mirrored keeps it there.
-    target = np.float32([[-0.5, -0.5], [CROP_SIDE - 0.5, -0.5], [CROP_SIDE - 0.5, CROP_SIDE - 0.5]])
-    return cv2.warpAffine(image, cv2.getAffineTransform(source, target), (CROP_SIDE, CROP_SIDE),
-                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    return square_crop(image, center, CROP_REACH * max(float(side), 1.0), CROP_SIDE, first_pixel=-0.5)
 
 
 def net_input(crops: np.ndarray, gains: np.ndarray) -> np.ndarray:
     """N x 3 x CROP_SIDE x CROP_SIDE float32: each crop balanced by the frame's `gains` (per
     channel, tally.balance_gains) and over its own 99th percentile (the lamp's brightness
     drops out)."""
-    crops = np.asarray(crops, np.float32) * np.asarray(gains, np.float32).reshape(-1, 1, 1, 3)
-    count = len(crops)
-    reference = np.percentile(crops.reshape(count, -1), 99, axis=1).reshape(-1, 1, 1, 1) + 1.0
-    return np.ascontiguousarray((crops / reference).transpose(0, 3, 1, 2), np.float32)
+    balanced = np.asarray(crops, np.float32) * np.asarray(gains, np.float32).reshape(-1, 1, 1, 3)
+    return np.ascontiguousarray(over_bright_level(balanced), np.float32)
 
 
 class TopFaceNet:

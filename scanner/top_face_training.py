@@ -39,7 +39,7 @@ from scanner.labels import mean_side
 from scanner.tally import balance_gains
 from scanner.top_face import CROP_SIDE, crop_about, net_input
 from scanner.tossup import order_clockwise
-from scanner.training import export_onnx, labelled_images
+from scanner.training import cosine_rate, export_onnx, labelled_images, optimiser_step
 
 log = logging.getLogger(__name__)
 
@@ -216,12 +216,9 @@ def train(examples: Sequence[TopFaceExample], epochs: int, per_example: int, see
             losses = torch.stack([F.smooth_l1_loss(torch.roll(predicted, k, dims=1), y[pick], reduction="none", beta=0.02)
                                   .mean(dim=(1, 2)) for k in range(4)], dim=1)
             loss = losses.min(dim=1).values.mean()
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
+            optimiser_step(optimiser, loss)
             total += float(loss.detach()) * len(pick)
-        for group in optimiser.param_groups:
-            group["lr"] = 2e-3 * 0.5 * (1 + math.cos(math.pi * (epoch + 1) / epochs))
+        cosine_rate(optimiser, 2e-3, epoch, epochs)
         message = f"epoch {epoch + 1}/{epochs} loss {total / len(y):.4f}"
         if check_x is not None:
             net.eval()

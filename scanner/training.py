@@ -6,6 +6,7 @@ through OpenCV's dnn module. PyTorch is needed to train and export, never to run
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -41,3 +42,17 @@ def export_onnx(net, input_shape: Sequence[int], out: Path, input_name: str, out
     torch.onnx.export(net, torch.zeros(*input_shape), str(out), input_names=[input_name], output_names=[output_name],
                       opset_version=13, dynamo=False, dynamic_axes={k: dict(v) for k, v in dynamic_axes.items()})
     log.info("wrote %s (%.0f KiB)", out, out.stat().st_size / 1024)
+
+
+def cosine_rate(optimiser, base: float, epoch: int, epochs: int) -> None:
+    """Set every parameter group's learning rate for the epoch after `epoch` (0-based) on a
+    cosine from `base` down to zero at the last epoch."""
+    for group in optimiser.param_groups:
+        group["lr"] = base * 0.5 * (1 + math.cos(math.pi * (epoch + 1) / epochs))
+
+
+def optimiser_step(optimiser, loss) -> None:  # pragma: no cover - needs PyTorch
+    """One step of `optimiser` down the gradient of `loss`."""
+    optimiser.zero_grad()
+    loss.backward()
+    optimiser.step()

@@ -19,7 +19,7 @@ from scanner.lean_net import (CROP_REACH, CROP_SIDE, LEAN_THRESHOLD, POSITION_SC
                               net_input, position_of)
 from scanner.lean_training import LEANING_REPEATS, LeanExamples, augmented, epoch_batch, load_lean_examples
 from scanner.reader import Scanner
-from scanner.training import labelled_images
+from scanner.training import cosine_rate, labelled_images
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -221,3 +221,17 @@ def test_the_training_scripts_read_each_kept_photo_and_name_one_that_cannot_be_r
     assert "tossup-s00-r01.jpg: cannot be read; left out" in caplog.text
     assert [photo.image.name for photo, _ in labelled_images(tmp_path, keep=lambda photo: photo.split == "test")] == [
         "tossup-s01-r00.jpg"]
+
+
+def test_the_training_scripts_learning_rate_falls_on_a_cosine_to_zero():
+    class _Optimiser:
+        param_groups = [{"lr": 1.0}, {"lr": 1.0}]
+
+    optimiser = _Optimiser()
+    rates = []
+    for epoch in range(4):
+        cosine_rate(optimiser, 2e-3, epoch, 4)
+        rates.append(optimiser.param_groups[1]["lr"])
+    assert optimiser.param_groups[0]["lr"] == optimiser.param_groups[1]["lr"]
+    assert rates == pytest.approx([2e-3 * (1 + math.cos(math.pi * k / 4)) / 2 for k in range(1, 5)])
+    assert rates[-1] == pytest.approx(0.0, abs=1e-12)
