@@ -6,28 +6,35 @@ side faces, while a die leaning on the wall or on another die (tilted 15-35 degr
 foreshortened top face beside a large side face.
 
 The Toss Up reader judges leaning by hand-written geometry (`tossup._leaning`) and misses about
-a third of the leaning dice. The net looks at a found die a second time: a square crop about
-its top face's centre (`crop_around`, three top faces across, so the side faces and a wall or
-neighbour show) with where in the frame it lies (perspective shows flat dice off-centre from
-the side), and says how likely the die leans. A die that both it and the die finder
-(scanner/finder.py, which sees the whole frame at a quarter of the resolution) judge leaning
-is flagged cocked, so the table asks for it to be rolled again rather than scoring a face that
-is not on top. Neither alone is sure enough: each flags flat dice the other does not (a die
-near the frame's edge, seen from the side; a die in a wall's shade). It never unflags a die
-the reader judged cocked.
+half of the dice that lean on another die: pressed against it, the leaning die shows only a
+thin sliver of side face, often in shade, and its top is foreshortened by little more than
+perspective does. A leaning die rests on something, a die beside it or a wall: the net looks
+a second time at each die the reader took for flat that touches another die, or that the die
+finder (scanner/finder.py, which sees the whole frame at a quarter of the resolution) sees
+leaning even a little, as a die against a wall (`may_lean`): a square
+crop about its top face's centre (`crop_around`, three top faces across, so the side faces and
+a wall or neighbour show) with where in the frame it lies (perspective shows flat dice
+off-centre from the side), and says how likely the die leans. A die it is sure of is flagged
+cocked, so the table asks for it to be rolled again rather than scoring a face that is not on
+top. It never unflags a die the reader judged cocked.
 
-Only Toss Up dice are judged so. On Tally dice the finder's leaning output is too weak to
-agree with, and the net alone flagged 4 of 88 flat dice of the differently looking Tally set
-(the stand-in for real dice nobody here has): a flat die sent back to be rolled again changes
-a fair roll, so it is not used there.
+Until it learned from the second lean set (`fixtures/leanmore`), it was trusted only where the
+finder judged the die leaning too (at FinderRules.cocked); on the lean check set
+(`fixtures/leancheck`, scenes nothing learns from) that cost more leaning dice than the flat
+ones it spared (see LEAN_THRESHOLD).
 
-It is trained by `scanner/lean_training.py` from the project's own fixtures (dev split and lean
-set only) and shipped as `scanner/data/lean_net.onnx`.
+Only Toss Up dice are judged so. On Tally dice the net alone flagged 4 of 88 flat dice of the
+differently looking Tally set (the stand-in for real dice nobody here has): a flat die sent back
+to be rolled again changes a fair roll, so it is not used there.
+
+It is trained by `scanner/lean_training.py` from the project's own fixtures (dev split and the
+two lean sets only) and shipped as `scanner/data/lean_net.onnx`.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
@@ -47,12 +54,19 @@ CROP_SIDE = 96
 CROP_REACH = 1.5
 #: Scales of the position channels (offset from the frame's centre and die size, in frame widths).
 POSITION_SCALES = (4.0, 4.0, 20.0)
-#: A die the finder also judges leaning (at least FinderRules.cocked) is flagged cocked from
-#: this probability on. Chosen by 4-fold cross-validation by setup over the dev split and lean
-#: set (`python -m scanner.lean_training --folds 4`), on the Toss Up dice as the scanner found
-#: them: both judges at 0.9 and 0.5 flag 25 of 66 leaning dice and 0 of 846 flat ones (the net
-#: at 0.7: 33 and 4; the net alone at 0.9: 34 and 4, at 0.5: 47 and 40).
+#: A die that may lean (see may_lean) is flagged cocked from this probability on. Chosen on the lean check set (never learned
+#: from: 69 leaning and 332 flat Toss Up dice found, most leaning on another die): at 0.9 the
+#: net flags 49 leaning dice and 13 flat ones (at 0.85: 53 and 22; at 0.95: 42 and 11). Asking
+#: the die finder to agree as well flagged 34 and 9, the hand-written geometry alone 28 and 6.
 LEAN_THRESHOLD = 0.9
+#: A die may lean on another whose centre lies closer than this many top-face sides (the larger
+#: of the two dice's); two flat dice side by side are one apart, one leaning on another at most
+#: about 1.02 on the fixtures (lean sets, dev split).
+NEIGHBOUR_REACH = 1.2
+#: A die the finder judges leaning at least this much may lean on a wall. With NEIGHBOUR_REACH,
+#: on the lean check set the net looks at 54 % of the dice (on the test split 39 %) and flags as
+#: many leaning dice as when it looks at every one, and no more flat ones.
+FINDER_HINT = 0.05
 
 
 def crop_around(image: np.ndarray, center: Sequence[float], side: float) -> np.ndarray:
@@ -75,6 +89,18 @@ def net_input(crops: np.ndarray, positions: np.ndarray) -> np.ndarray:
     scaled = np.asarray(positions, np.float32).reshape(count, 3) * np.float32(POSITION_SCALES)
     planes = np.broadcast_to(scaled[:, :, None, None], (count, 3, CROP_SIDE, CROP_SIDE))
     return np.ascontiguousarray(np.concatenate([colours, planes], axis=1), np.float32)
+
+
+def may_lean(readings: Sequence[DieReading], finder_leaning: Sequence[float]) -> list[bool]:
+    """Per reading, whether its die may lean: it touches another die (NEIGHBOUR_REACH), or the
+    finder's chance that it leans (`finder_leaning`, one per reading) is at least FINDER_HINT.
+    A die alone in the middle of the tray rests on nothing but the floor: the net's cost is
+    spared there."""
+    def touching(index: int, reading: DieReading) -> bool:
+        return any(math.dist(reading.center, other.center) < NEIGHBOUR_REACH * max(reading.size, other.size)
+                   for j, other in enumerate(readings) if j != index)
+
+    return [chance >= FINDER_HINT or touching(i, r) for i, (r, chance) in enumerate(zip(readings, finder_leaning, strict=True))]
 
 
 def finder_leaning_at(found: Sequence[FoundDie], reading: DieReading, rules: FinderRules) -> float:
@@ -106,7 +132,8 @@ class LeanNet:
 
     def flagged(self, image: np.ndarray, readings: Sequence[DieReading], suspects: Sequence[bool]) -> list[DieReading]:
         """`readings`, each die the net is sure leans flagged cocked (none unflagged). Only the
-        `suspects` (one bool per reading: another judge thinks it leans) are looked at."""
+        `suspects` (one bool per reading: it may lean, see may_lean) are looked at, and of them
+        not the dice already cocked nor readings without a size."""
         asked = [i for i, (r, suspect) in enumerate(zip(readings, suspects, strict=True))
                  if suspect and not r.cocked and r.size > 0]
         chances = dict(zip(asked, self.chances(image, [readings[i] for i in asked])))

@@ -8,7 +8,9 @@ needs OpenCV only):
     .trainenv/bin/python -m scanner.lean_training --folds 4   # cross-validation by setup only
 
 It learns from the dev split and the lean set (`fixtures/lean`: a die leaning in almost every
-roll) of both games, never from the test split or the alternative Tally look, which measure it.
+roll) of both games and from the second lean set of Toss Up stills (`fixtures/leanmore`: most
+dice lean on another die; git-ignored, rendered by the studio as fixtures/README.md says), never
+from the test split, the lean check set or the alternative Tally look, which measure it.
 Each die is cut twice: about the centre the scanner reads for it (matched to its label: where
 the net will look), and about its labelled centre. Every cut is shown many times turned by any
 angle (its position in the frame turned with it), a little shifted and scaled, its colours
@@ -41,7 +43,8 @@ log = logging.getLogger(__name__)
 
 #: (folder under fixtures/, dice set, split) of the pictures it learns from.
 SOURCES = (("tossup", "tossup", "dev"), ("tallyup", "tallyup", "dev"),
-           ("lean/tossup", "tossup", "lean"), ("lean/tallyup", "tallyup", "lean"))
+           ("lean/tossup", "tossup", "lean"), ("lean/tallyup", "tallyup", "lean"),
+           ("leanmore/tossup", "tossup", "leanmore"))
 #: Each leaning die is shown this many times an epoch, beside as many flat dice.
 LEANING_REPEATS = 8
 
@@ -200,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
     parser.add_argument("--folds", type=int, default=0, help="cross-validate by setup instead of training the net to ship")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    missing = [folder for folder, _, _ in SOURCES if not (args.fixtures / folder).is_dir()]
+    if missing:
+        parser.error(f"{', '.join(missing)} missing under {args.fixtures}: render it first (fixtures/README.md)")
     examples = load_lean_examples(args.fixtures)
     log.info("%d cuts, %d of them leaning, from %d setups", len(examples.leaning), int(examples.leaning.sum()),
              len(np.unique(examples.setups)))

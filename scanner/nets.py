@@ -41,6 +41,31 @@ def square_crop(image: np.ndarray, center: Sequence[float], half: float, side: i
 def over_bright_level(crops: np.ndarray) -> np.ndarray:
     """N x 3 x H x W float32 of N x H x W x 3 crops, each over its own 99th percentile (plus
     one): the lamp's brightness drops out."""
+    if np.asarray(crops).dtype == np.uint8:
+        reference = _upper_levels(np.asarray(crops)).astype(np.float32)
+    else:
+        reference = np.percentile(np.asarray(crops, np.float32).reshape(len(crops), -1), BRIGHT_LEVEL, axis=1)
     crops = np.asarray(crops, np.float32)
-    reference = np.percentile(crops.reshape(len(crops), -1), 99, axis=1).reshape(-1, 1, 1, 1) + 1.0
-    return (crops / reference).transpose(0, 3, 1, 2)
+    return (crops / (reference.reshape(-1, 1, 1, 1) + 1.0)).transpose(0, 3, 1, 2)
+
+
+#: The percentile each crop is divided by (see over_bright_level).
+BRIGHT_LEVEL = 99.0
+
+
+def _upper_levels(crops: np.ndarray) -> np.ndarray:
+    """Per uint8 crop, its BRIGHT_LEVEL percentile as np.percentile gives it (linear, the same
+    float32 number), read off its histogram: sorting ten crops' pixels cost 1.2-2 ms a Toss Up
+    frame, the histograms 0.3."""
+    flat = crops.reshape(len(crops), -1)
+    position = (flat.shape[1] - 1) * BRIGHT_LEVEL / 100.0
+    below = int(position)
+    fraction = position - below
+    levels = np.empty(len(crops), np.float64)
+    for index, row in enumerate(flat):
+        counts = np.cumsum(np.bincount(row, minlength=256))
+        low = float(np.searchsorted(counts, below, side="right"))
+        high = float(np.searchsorted(counts, below + 1, side="right"))
+        # numpy's own interpolation between the two order statistics, from whichever lies nearer.
+        levels[index] = high - (high - low) * (1.0 - fraction) if fraction >= 0.5 else low + (high - low) * fraction
+    return levels

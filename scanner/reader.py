@@ -15,7 +15,7 @@ import numpy as np
 from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup, find_in_shade
 from scanner.frames import DieReading
-from scanner.lean_net import LeanNet, finder_leaning_at
+from scanner.lean_net import LeanNet, finder_leaning_at, may_lean
 from scanner.shade import Brightness, lifted_around
 from scanner.tally import TallyModel, TallyReader, default_model
 from scanner.top_face import TopFaceNet
@@ -60,9 +60,9 @@ class Scanner:
     #: (scanner/data/face_net.onnx), unless use_face_net is off.
     face_net: FaceNet | None = field(default=None, repr=False)
     use_face_net: bool = True
-    #: The lean net that, with the finder, flags Toss Up dice the reader took for flat but that
-    #: lean on the wall or on another die; None = the built-in one (scanner/data/lean_net.onnx),
-    #: unless use_lean_net is off. Toss Up only (see scanner/lean_net.py), with the finder.
+    #: The lean net that flags Toss Up dice the reader took for flat but that lean on the wall
+    #: or on another die; None = the built-in one (scanner/data/lean_net.onnx), unless
+    #: use_lean_net is off. Toss Up only (see scanner/lean_net.py), with the finder.
     lean_net: LeanNet | None = field(default=None, repr=False)
     use_lean_net: bool = True
     #: The top-face locator that places the square of a Tally face left unsure; None = the
@@ -113,8 +113,8 @@ class Scanner:
         readings = drop_empty_look(readings, cleaned, self._empty_tray_cleaned)
         if self.lean_net is None or not found:
             return readings
-        # Last, on the dice kept: where the finder sees a die leaning, the lean net looks again.
-        suspects = [finder_leaning_at(found, r, self.finder_rules) >= self.finder_rules.cocked for r in readings]
+        # Last, on the dice kept: the lean net looks again at each one that may lean.
+        suspects = may_lean(readings, [finder_leaning_at(found, r, self.finder_rules) for r in readings])
         return self.lean_net.flagged(cleaned, readings, suspects)
 
     def _tossup_params(self, image: np.ndarray) -> TossUpParams:

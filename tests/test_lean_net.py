@@ -1,5 +1,6 @@
-"""The lean net: how it cuts a die, how its training cuts and augments, how the scanner takes
-its word, and how the shipped net judges the test split it never saw."""
+"""The lean net: how it cuts a die, how its training cuts and augments, which dice the scanner
+asks it about and how it takes its word, and how the shipped net judges the test split it
+never saw."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import pytest
 from scanner.evaluate import match
 from scanner.frames import DieReading
 from scanner.labels import photo_labels
-from scanner.finder import FinderRules, FoundDie
-from scanner.lean_net import (CROP_REACH, CROP_SIDE, LEAN_THRESHOLD, POSITION_SCALES, LeanNet, crop_around, finder_leaning_at,
-                              net_input, position_of)
+from scanner.finder import DieFinder, FinderRules, FoundDie
+from scanner.lean_net import (CROP_REACH, CROP_SIDE, FINDER_HINT, LEAN_THRESHOLD, NEIGHBOUR_REACH, POSITION_SCALES, LeanNet,
+                              crop_around, finder_leaning_at, may_lean, net_input, position_of)
 from scanner.lean_training import LEANING_REPEATS, LeanExamples, augmented, epoch_batch, load_lean_examples
+from scanner.nets import over_bright_level
 from scanner.reader import Scanner
 from scanner.training import cosine_rate, labelled_images
 
@@ -66,6 +68,20 @@ def test_the_net_input_divides_out_the_brightness_and_adds_the_position_as_plane
     assert np.ptp(inputs[0, 3:], axis=(1, 2)) == pytest.approx([0, 0, 0])
 
 
+@pytest.mark.parametrize("shape", [(7, CROP_SIDE, CROP_SIDE, 3), (3, 64, 64, 3), (2, 5, 5, 3)])
+def test_a_crop_s_bright_level_read_off_its_histogram_is_numpy_s_percentile_to_the_bit(shape):
+    rng = np.random.default_rng(sum(shape))
+    crops = rng.integers(0, 256, shape, dtype=np.uint8)
+    crops[0, : shape[1] // 3] = 255  # a glare patch: the level sits on a run of equal values
+    crops[-1] //= 4  # a dim crop: few distinct values
+    floats = crops.astype(np.float32)
+    reference = np.percentile(floats.reshape(len(crops), -1), 99, axis=1).reshape(-1, 1, 1, 1) + 1.0
+    expected = (floats / reference).transpose(0, 3, 1, 2)
+    assert np.array_equal(over_bright_level(crops), expected)
+    # Crops that are not 8-bit (the locator's, balanced by gains) take numpy's own way.
+    assert np.array_equal(over_bright_level(floats), expected)
+
+
 def test_augmenting_turns_the_crop_and_its_position_in_the_frame_together():
     crop = np.zeros((CROP_SIDE, CROP_SIDE, 3), np.uint8)
     # A mark to the right of the die, i.e. away from the frame's centre when the die lies right of it.
@@ -101,16 +117,18 @@ def _labelled_still(folder: Path, name: str, split: str, cocked: bool) -> None:
                                                      "scene": {"split": split}}))
 
 
-def test_training_cuts_the_dev_and_lean_dice_never_the_test_split(tmp_path):
+def test_training_cuts_the_dev_and_both_lean_sets_dice_never_the_test_split_or_the_lean_check_set(tmp_path):
     _labelled_still(tmp_path / "tossup", "tossup-s00-r00", "dev", False)
     _labelled_still(tmp_path / "tossup", "tossup-s01-r00", "test", True)
     _labelled_still(tmp_path / "lean" / "tossup", "lean-tossup-s00-r00", "lean", True)
+    _labelled_still(tmp_path / "leanmore" / "tossup", "leanmore-tossup-s00-r00", "leanmore", True)
+    _labelled_still(tmp_path / "leancheck" / "tossup", "leancheck-tossup-s00-r00", "leancheck", True)
     examples = load_lean_examples(tmp_path)
     # A plain grey picture: the scanner finds nothing there, so each die is cut about its label only.
-    assert examples.crops.shape == (2, CROP_SIDE, CROP_SIDE, 3)
+    assert examples.crops.shape == (3, CROP_SIDE, CROP_SIDE, 3)
     assert not examples.by_scanner.any() and not examples.finder_leaning.any()
     assert sorted(zip(examples.setups.tolist(), examples.leaning.tolist())) == [
-        ("lean-tossup-s00", True), ("tossup-s00", False)]
+        ("lean-tossup-s00", True), ("leanmore-tossup-s00", True), ("tossup-s00", False)]
 
 
 class _Judge(LeanNet):
@@ -153,24 +171,29 @@ def test_a_missing_model_says_how_to_train_one(tmp_path):
         LeanNet(tmp_path / "none.onnx")
 
 
-class _Suspicious:
-    """A stand-in for the die finder: finds a die at every given centre, all leaning."""
+def test_a_die_may_lean_where_it_touches_another_or_the_finder_sees_it_leaning_a_little():
+    side = 40.0
+    readings = [_reading(100, 100), _reading(100 + 0.99 * NEIGHBOUR_REACH * side, 100),  # touching
+                _reading(400, 100),  # alone, the finder sees it leaning a little: a wall
+                _reading(400, 400), _reading(400 + 1.01 * NEIGHBOUR_REACH * side, 400)]  # alone, not touching
+    assert may_lean(readings, [0.0, 0.0, FINDER_HINT, FINDER_HINT * 0.9, 0.0]) == [True, True, True, False, False]
+    # The larger of two dice measures how near they are.
+    assert may_lean([_reading(0, 0, side=20.0), _reading(0.9 * NEIGHBOUR_REACH * side, 0, side=side)], [0.0, 0.0]) == [True, True]
+    with pytest.raises(ValueError):
+        may_lean(readings, [0.0])
 
-    def __init__(self, centres: list[tuple[float, float]]) -> None:
-        self.centres = centres
 
-    def find(self, image, half=None):
-        return [FoundDie(center=c, side=40.0, angle=0.0, score=0.95, cocked=0.9, colours=(0.9, 0.05, 0.05))
-                for c in self.centres]
-
-
-def test_the_scanner_asks_the_lean_net_about_the_dice_the_finder_sees_leaning_only():
+def test_the_scanner_asks_the_lean_net_about_the_dice_that_may_lean_only():
     image = cv2.imread(str(FIXTURES / "tossup" / "tossup-s01-r00.jpg"))
     plain = Scanner(dice_set="tossup", use_lean_net=False).read(image)
-    suspects = [plain[0].center, plain[-1].center]
+    finder = DieFinder()
+    found = finder.find(image)
+    suspects = [r.center for r, suspect in zip(plain, may_lean(plain, [finder_leaning_at(found, r, FinderRules()) for r in plain]))
+                if suspect and not r.cocked]
+    assert 0 < len(suspects) < len(plain)  # some touch or lean a little, some lie alone
     judge = _Judge()
-    judged = Scanner(dice_set="tossup", lean_net=judge, finder=_Suspicious(suspects)).read(image)
-    assert sorted(judge.asked) == sorted(suspects)
+    judged = Scanner(dice_set="tossup", lean_net=judge, finder=finder).read(image)
+    assert judge.asked == suspects
     assert [r.center for r in judged] == [r.center for r in plain]
     assert [r.cocked for r in judged] == [r.cocked or (r.center in suspects and r.center[0] / 100.0 >= LEAN_THRESHOLD)
                                           for r in plain]
@@ -179,7 +202,7 @@ def test_the_scanner_asks_the_lean_net_about_the_dice_the_finder_sees_leaning_on
 def test_only_toss_up_dice_are_judged_by_the_lean_net():
     assert isinstance(Scanner(dice_set="tossup").lean_net, LeanNet)
     assert Scanner(dice_set="tossup", use_lean_net=False).lean_net is None
-    assert Scanner(dice_set="tossup", use_finder=False).lean_net is None  # nothing to agree with
+    assert Scanner(dice_set="tossup", use_finder=False).lean_net is None  # nothing says which dice may lean
     assert Scanner(dice_set="tallyup").lean_net is None and Scanner(dice_set="any").lean_net is None
 
 
@@ -200,14 +223,15 @@ def _judged(scanner: Scanner, folder: Path, split: str) -> tuple[int, int, int, 
     return leaning, leaning_flagged, flat, flat_flagged
 
 
-def test_on_the_toss_up_test_split_the_lean_net_flags_more_leaning_dice_and_at_most_one_flat_one_more():
-    # The test split was never trained on. Measured: with the net 5 of 6 leaning dice flagged,
-    # 7 of 360 flat ones; without, 4 of 6 and 6 of 360.
+def test_on_the_toss_up_test_split_the_lean_net_flags_every_leaning_die_and_at_most_two_flat_ones_more():
+    # The test split was never trained on. Measured: with the net 6 of 6 leaning dice flagged,
+    # 8 of 361 flat ones; without, 4 of 6 and 6 of 361. (The net before the second lean set,
+    # asked only where the finder saw a die leaning: 5 of 6 and 7.)
     without = _judged(Scanner(dice_set="tossup", use_lean_net=False), FIXTURES / "tossup", "test")
     judged = _judged(Scanner(dice_set="tossup"), FIXTURES / "tossup", "test")
     assert judged[0] == without[0] == 6 and judged[2] == without[2]
-    assert judged[1] >= 5 > without[1]
-    assert judged[3] <= without[3] + 1
+    assert judged[1] == 6 > without[1]
+    assert judged[3] <= without[3] + 2
 
 
 def test_the_training_scripts_read_each_kept_photo_and_name_one_that_cannot_be_read(tmp_path, caplog):

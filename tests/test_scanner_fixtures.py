@@ -26,16 +26,19 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # Floors over both splits, a little below the measured figures with the die finder (190
 # photos, 950 dice: recall 0.992 with its second look at the shade lifted, 0.986 without;
 # precision 0.995; the finder learned from the dev half, so this is kinder than the test split
-# alone). Without the finder: recall 0.924. Cocked: 24 of 25 flagged with 11 false alarms in
-# 917 flat dice read (913 before the second look), with the lean net, which learned from
-# the dev half too (the test half alone: 5 of 6 and 7 in 360); without it 18 of 25 (0.72) and 9
-# false alarms. The lean net costs two flat dice re-rolled for six leaning dice no longer scored
-# as if flat. Product targets: recall and precision >= 0.995, cocked recall >= 0.90.
+# alone). Without the finder: recall 0.924. Cocked: 25 of 25 flagged with 13 false alarms in
+# 918 flat dice read, with the lean net, which learned from the dev half too (the test half
+# alone: 6 of 6 and 8 in 361); without it 18 of 25 (0.72) and 9 false alarms. The lean net
+# costs four flat dice re-rolled for seven leaning dice no longer scored as if flat; on the
+# lean check set, which it never learned from, it flags 49 of 69 leaning dice found instead of
+# the 32 that the net flagged when the finder had to agree, for 13 flat dice of 332 instead
+# of 9 (`dicetray bench scanner --fixtures fixtures/leancheck --split all`, once rendered).
+# Product targets: recall and precision >= 0.995, cocked recall >= 0.90.
 RECALL_FLOOR = 0.975
 PRECISION_FLOOR = 0.99
 COCKED_FLOOR = 0.85
 #: False cocked alarms per flat die read.
-FALSE_COCKED_RATE = 0.0125
+FALSE_COCKED_RATE = 0.015
 
 
 @pytest.fixture(scope="module")
