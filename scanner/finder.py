@@ -291,7 +291,11 @@ def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], r
 
     More readings than the set has dice (`max_dice`) means the tray fooled the reader (a plaid
     whose pale stripes frame coloured squares as a rim frames an inset): then only the readings
-    the net found a die at are kept.
+    the net found a die at are kept. Such a plaid fools the net too, beside the tray's wall
+    (lean check set, leancheck-tossup-s14: seven to eight "dice" at scores 0.28-0.66, where the
+    dice it added that are dice scored 0.8 and more): when the reader's dice and the ones it adds
+    are more than the set has, only as many as the set has are kept, best first by the net's
+    score (a reader's die by the score of the net's die there, 0 where it found none).
 
     `read_near`: a die touching another needs only FinderRules.read_near_score if its face is
     read (for the dice the second look at the shade found, see FinderRules.read_near_score).
@@ -300,6 +304,7 @@ def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], r
         readings = [r for r in readings if any(die.score >= rules.min_score and rules.same(die, r.center, r.size)
                                                for die in found)]
     result = list(readings)
+    added: list[tuple[float, DieReading]] = []
     for die in found:
         others = [(r.center, r.size) for r in result]
         if not rules.admits(die, others, read=read_near):
@@ -316,9 +321,16 @@ def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], r
                 face, confidence = by_rim, round(min(die.score, rim_confidence), 4)
         if face == UNSURE and (must_read or die.score < rules.min_score_unsure):
             continue
-        result.append(DieReading(
+        reading = DieReading(
             center=die.center, corners=die.corners(), die="tossup", face=face, confidence=confidence,
             cocked=die.cocked >= rules.cocked, size=die.side,
-        ))
+        )
+        result.append(reading)
+        added.append((die.score, reading))
+    if max_dice is not None and len(result) > max_dice:
+        # The reader's own dice by the net's score there (0 where it found none), beside its own.
+        scored = [(max((die.score for die in found if rules.same(die, r.center, r.size)), default=0.0), r) for r in readings]
+        ranked = sorted([*scored, *added], key=lambda pair: -pair[0])
+        result = [reading for _, reading in ranked[:max_dice]]
     result.sort(key=lambda d: (d.center[1], d.center[0]))
     return result

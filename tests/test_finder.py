@@ -169,6 +169,19 @@ def test_the_finder_only_adds_dice_the_reader_did_not_find():
     assert len(added.corners) == 4
 
 
+def test_more_dice_than_the_set_has_keeps_as_many_as_it_has_best_first_by_the_net_s_score():
+    # Three dice read: one where the net found nothing (a plaid's square), one where it found a
+    # die at 0.5 (a leaning die's side face). The net adds three more, at 0.85, 0.45 and 0.3.
+    readings = [reading(100, 100), reading(200, 100), reading(300, 100)]
+    net = [found(102, 100, score=0.95), found(302, 100, score=0.5),
+           found(400, 100, score=0.85), found(500, 100, score=0.45), found(600, 100, score=0.3)]
+    kept = complete_tossup(readings, net, max_dice=4)
+    assert [r.center for r in kept] == [(100, 100), (300, 100), (400, 100), (500, 100)]
+    assert kept[1] is readings[2]  # a reader's die kept stays the reader's
+    # With room for them all, or no set size, nothing is dropped.
+    assert len(complete_tossup(readings, net, max_dice=6)) == 6 == len(complete_tossup(readings, net))
+
+
 def test_an_added_die_of_unclear_colour_is_unsure_and_a_leaning_one_is_cocked():
     result = complete_tossup([], [found(50, 50, colours=(0.5, 0.45, 0.05)), found(150, 50, cocked=0.9)],
                              FinderRules(min_colour=0.85))
