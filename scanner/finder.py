@@ -279,6 +279,11 @@ def _gap(die: FoundDie, center: tuple[float, float], side: float) -> float:
     return math.dist(die.center, center) / max(die.side, side, 1.0)
 
 
+def _score_at(found: Sequence[FoundDie], reading: DieReading, rules: FinderRules) -> float:
+    """The net's score of the die it found where `reading` is (0 where it found none)."""
+    return max((die.score for die in found if rules.same(die, reading.center, reading.size)), default=0.0)
+
+
 def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], rules: FinderRules = FinderRules(),
                     rim_colour: Callable[[tuple[float, float], float], tuple[str, float]] | None = None,
                     max_dice: int | None = None, read_near: bool = False) -> list[DieReading]:
@@ -301,8 +306,7 @@ def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], r
     read (for the dice the second look at the shade found, see FinderRules.read_near_score).
     """
     if max_dice is not None and len(readings) > max_dice:
-        readings = [r for r in readings if any(die.score >= rules.min_score and rules.same(die, r.center, r.size)
-                                               for die in found)]
+        readings = [r for r in readings if _score_at(found, r, rules) >= rules.min_score]
     result = list(readings)
     added: list[tuple[float, DieReading]] = []
     for die in found:
@@ -328,9 +332,8 @@ def complete_tossup(readings: Sequence[DieReading], found: Sequence[FoundDie], r
         result.append(reading)
         added.append((die.score, reading))
     if max_dice is not None and len(result) > max_dice:
-        # The reader's own dice by the net's score there (0 where it found none), beside its own.
-        scored = [(max((die.score for die in found if rules.same(die, r.center, r.size)), default=0.0), r) for r in readings]
-        ranked = sorted([*scored, *added], key=lambda pair: -pair[0])
+        # The reader's own dice by the net's score there, beside its own.
+        ranked = sorted([*((_score_at(found, r, rules), r) for r in readings), *added], key=lambda pair: -pair[0])
         result = [reading for _, reading in ranked[:max_dice]]
     result.sort(key=lambda d: (d.center[1], d.center[0]))
     return result

@@ -11,10 +11,10 @@ thin sliver of side face, often in shade, and its top is foreshortened by little
 perspective does. A leaning die rests on something, a die beside it or a wall: the net looks
 a second time at each die the reader took for flat that touches another die, or that the die
 finder (scanner/finder.py, which sees the whole frame at a quarter of the resolution) sees
-leaning even a little, as a die against a wall (`may_lean`): a square
-crop about its top face's centre (`crop_around`, three top faces across, so the side faces and
-a wall or neighbour show) with where in the frame it lies (perspective shows flat dice
-off-centre from the side), and says how likely the die leans. A die it is sure of is flagged
+leaning even a little, as a die against a wall (`may_lean`). It sees a square crop about the
+die's top face centre (`crop_around`, three top faces across, so the side faces and a wall or
+neighbour show) with where in the frame it lies (perspective shows flat dice off-centre from
+the side), and says how likely the die leans. A die it is sure of is flagged
 cocked, so the table asks for it to be rolled again rather than scoring a face that is not on
 top. It never unflags a die the reader judged cocked.
 
@@ -54,10 +54,11 @@ CROP_SIDE = 96
 CROP_REACH = 1.5
 #: Scales of the position channels (offset from the frame's centre and die size, in frame widths).
 POSITION_SCALES = (4.0, 4.0, 20.0)
-#: A die that may lean (see may_lean) is flagged cocked from this probability on. Chosen on the lean check set (never learned
-#: from: 69 leaning and 332 flat Toss Up dice found, most leaning on another die): at 0.9 the
-#: net flags 49 leaning dice and 13 flat ones (at 0.85: 53 and 22; at 0.95: 42 and 11). Asking
-#: the die finder to agree as well flagged 34 and 9, the hand-written geometry alone 28 and 6.
+#: A die that may lean (see may_lean) is flagged cocked from this probability on. Chosen on
+#: the lean check set (never learned from: 69 leaning and 332 flat Toss Up dice found, most
+#: leaning on another die): at 0.9 the net flags 49 leaning dice and 13 flat ones (at 0.85: 53
+#: and 22; at 0.95: 42 and 11). Asking the die finder to agree as well flagged 34 and 9, the
+#: hand-written geometry alone 28 and 6.
 LEAN_THRESHOLD = 0.9
 #: A die may lean on another whose centre lies closer than this many top-face sides (the larger
 #: of the two dice's); two flat dice side by side are one apart, one leaning on another at most

@@ -38,19 +38,20 @@ def square_crop(image: np.ndarray, center: Sequence[float], half: float, side: i
                           flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
 
 
+#: The percentile each crop is divided by (see over_bright_level).
+BRIGHT_LEVEL = 99.0
+
+
 def over_bright_level(crops: np.ndarray) -> np.ndarray:
     """N x 3 x H x W float32 of N x H x W x 3 crops, each over its own 99th percentile (plus
     one): the lamp's brightness drops out."""
-    if np.asarray(crops).dtype == np.uint8:
-        reference = _upper_levels(np.asarray(crops)).astype(np.float32)
+    crops = np.asarray(crops)
+    floats = crops.astype(np.float32, copy=False)
+    if crops.dtype == np.uint8:
+        reference = _upper_levels(crops).astype(np.float32)
     else:
-        reference = np.percentile(np.asarray(crops, np.float32).reshape(len(crops), -1), BRIGHT_LEVEL, axis=1)
-    crops = np.asarray(crops, np.float32)
-    return (crops / (reference.reshape(-1, 1, 1, 1) + 1.0)).transpose(0, 3, 1, 2)
-
-
-#: The percentile each crop is divided by (see over_bright_level).
-BRIGHT_LEVEL = 99.0
+        reference = np.percentile(floats.reshape(len(floats), -1), BRIGHT_LEVEL, axis=1)
+    return (floats / (reference.reshape(-1, 1, 1, 1) + 1.0)).transpose(0, 3, 1, 2)
 
 
 def _upper_levels(crops: np.ndarray) -> np.ndarray:
