@@ -391,18 +391,32 @@ def print_result(result: TeachResult, report: TextIO | None = None) -> None:
 
 
 def build_default(fixtures: Path, out: Path, report: TextIO | None = None) -> TeachResult | None:
-    """The built-in look: learned from the project's own renders (dev split + teach set)."""
+    """The built-in look, learned from the project's own renders: the body colours and the
+    templates from the dev split and the teach set, the face codes from those and the facemore
+    set too (git-ignored, fixtures/README.md renders it), whose prints, the Up Die's above all
+    (in every roll there, in few elsewhere), place the codes of faces seen only a few times
+    elsewhere. Its many tables would widen the bodies' colour spreads until orange passes for
+    yellow, and its templates leave more faces to the slower reads (7-dice test frames: median
+    about 34 -> 42 ms)."""
     import json
 
     report = report or sys.stdout
     problems: list[str] = []
+    more = fixtures / "facemore" / "tallyup"
+    if not more.is_dir():
+        _print_problems([f"{more} is missing: render the facemore set first (fixtures/README.md)"], report)
+        return None
     photos = [p for p in _load_folder(fixtures / "tallyup", problems) if p[3].get("split") == "dev"]
     photos += _load_folder(fixtures / "tallyup-teach", problems)
+    extra = _load_folder(more, problems)
     try:
-        result = learn_tally_model(photos, source="dicetray fixtures (tallyup dev split + tallyup-teach)")
+        result = learn_tally_model(photos, source="dicetray fixtures (tallyup dev split + tallyup-teach; face "
+                                                  "codes also from facemore)")
+        prints = learn_tally_model(photos + extra)  # (its codes only)
     except ValueError as error:
         _print_problems(problems + [f"nothing learned: {error}"], report)
         return None
+    result = replace(result, model=replace(result.model, codes=prints.model.codes, code_net=prints.model.code_net))
     result.problems[:0] = problems
     print_result(result, report)
     out.parent.mkdir(parents=True, exist_ok=True)

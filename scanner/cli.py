@@ -14,7 +14,7 @@ import cv2
 
 from scanner.evaluate import Scorecard, percentile, score_perturbed
 from scanner.frames import Roll
-from scanner.labels import LabelledPhoto, load_video_label, photo_labels
+from scanner.labels import BLOWN_OUT, LabelledPhoto, load_video_label, photo_labels
 from scanner.reader import DICE_SETS, Scanner, load_scanner
 from scanner.settle import SettleWatcher
 from scanner.sources import SourceFailed, SourceUnavailable, open_source
@@ -24,8 +24,6 @@ log = logging.getLogger(__name__)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 #: The bench lists this many missed, false, unsure and wrong dice (photo by photo), then a count.
 MAX_FAILURES_SHOWN = 60
-#: A top face at least this share blown out by glare (scene.glare_fraction) shows no print.
-BLOWN_OUT = 0.75
 
 
 @click.command("scan")

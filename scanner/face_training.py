@@ -9,15 +9,17 @@ needs OpenCV only):
 then rebuild the built-in Tally look, which stores the codes of its faces:
 `dicetray calibrate build-default` (calibration.teach.build_default).
 
-It learns from the flat dice of the Tally dev split, the teach set and the lean set, never from
-the test split or the alternative look (`fixtures/alt`), which measure it. Every die is cut many
-times, each time as the reader might find it: its top face shifted, grown or shrunk, turned by
-any angle, under a balance a little off, blurred and noisy, some with a shadow cast across the
-die, some read as the reader reads a face left unsure (the shade divided out first). The net is
-taught to name the face from the ink mask alone (a cosine classifier over every face label of
-the set, and "no face" for a square cut off the print), so that its codes for one face lie
-together whatever die, colour or turn it came from. Cutting and augmenting are plain numpy and
-OpenCV, tested without PyTorch.
+It learns from the flat dice of the Tally dev split, the teach set, the lean set and the facemore
+set (git-ignored: render it as fixtures/README.md says; the Up Die in every roll), never from the
+test split or the alternative look (`fixtures/alt`), which measure it. A face with a light print
+that the lamp's glare blew out (scene.glare_fraction at least labels.BLOWN_OUT) shows no print
+and is taught as "no face". Every die is cut many times, each time as the reader might find it:
+its top face shifted, grown or shrunk, turned by any angle, under a balance a little off,
+blurred and noisy, some with a shadow cast across the die, some read as the reader reads a face
+left unsure (the shade divided out first). The net is taught to name the face from the ink mask
+alone (a cosine classifier over every face label of the set, and "no face" for a square cut off
+the print), so that its codes for one face lie together whatever die, colour or turn it came
+from. Cutting and augmenting are plain numpy and OpenCV, tested without PyTorch.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import cv2
 import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
-from scanner.labels import mean_side
+from scanner.labels import BLOWN_OUT, mean_side
 from scanner.training import cosine_rate, export_onnx, labelled_images, optimiser_step
 from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
 
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 FACE_LABELS: tuple[str, ...] = tuple(sorted({face for faces in DIE_FACES.values() for face in faces}))
 #: A square that misses the print (see `jittered`) is taught as a class of its own.
 CLASSES: tuple[str, ...] = (*FACE_LABELS, NO_FACE)
+#: (folder under fixtures/, split) of the pictures it learns from.
+SOURCES = (("tallyup", "dev"), ("tallyup-teach", "teach"), ("lean/tallyup", "lean"), ("facemore/tallyup", "facemore"))
 #: Dice less visible than this (behind the rim or another die) show too little print to teach.
 MIN_VISIBLE = 0.9
 #: A crop around each die, in sides from its centre: room for every jittered square.
@@ -69,13 +73,15 @@ class FaceExample:
 
 
 def load_face_examples(fixtures: Path) -> list[FaceExample]:
-    """The flat, visible Tally dice of the dev split, teach set and lean set."""
+    """The flat, visible Tally dice of the dev split, teach set, lean set and facemore set (a
+    light print glare blew out taught as no face)."""
     examples = []
-    folders = [(fixtures / "tallyup", "dev"), (fixtures / "tallyup-teach", "teach"), (fixtures / "lean" / "tallyup", "lean")]
-    for folder, split in folders:
-        for photo, image in labelled_images(folder, split, lambda photo: bool(photo.dice)):
+    blown: set[str] = set()  # the names of the examples whose top face glare blew out
+    for folder, split in SOURCES:
+        for photo, image in labelled_images(fixtures / folder, split, lambda photo: bool(photo.dice)):
             gains = balance_gains(image)
             visible = photo.scene.get("visible_fraction", [1.0] * len(photo.dice))
+            glare = photo.scene.get("glare_fraction", [0.0] * len(photo.dice))
             for index, die in enumerate(photo.dice):
                 if die.cocked or die.face not in FACE_LABELS or (index < len(visible) and visible[index] < MIN_VISIBLE):
                     continue
@@ -85,12 +91,19 @@ def load_face_examples(fixtures: Path) -> list[FaceExample]:
                 corners = np.float32(die.corners) - np.float32([x0, y0])
                 crop = image[y0:y1, x0:x1].copy()
                 _, body, ink = ink_of(face_patch(crop, corners, gains))
-                examples.append(FaceExample(crop, corners, gains, die.die, die.face, f"{photo.image.name}#{index}",
+                name = f"{photo.image.name}#{index}"
+                if index < len(glare) and glare[index] >= BLOWN_OUT:
+                    blown.add(name)
+                examples.append(FaceExample(crop, corners, gains, die.die, die.face, name,
                                             1 if float(ink.sum()) >= float(body.sum()) else -1))
     # Shadows and glare flip a few dice's own measure: each die's print is as most of its
     # examples show it.
     signs = {die: 1 if sum(e.ink_sign for e in examples if e.die == die) >= 0 else -1 for die in {e.die for e in examples}}
-    return [replace(e, ink_sign=signs[e.die]) for e in examples]
+    # Glare blows a light print out with its body: such a face shows no print and is taught as
+    # no face, not as the label's face (which the net could only guess, and would learn to).
+    # A dark print (the white Up Die's) stays where the body around it clips.
+    return [replace(e, ink_sign=signs[e.die], face=NO_FACE if e.name in blown and signs[e.die] > 0 else e.face)
+            for e in examples]
 
 
 def jittered(rng: np.random.Generator, corners: np.ndarray, off: bool = False) -> np.ndarray:
@@ -225,6 +238,9 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--hold-out", nargs="*", default=[], help="setups to leave out (e.g. tallyup-s02) and check on")
     args = parser.parse_args(argv)
+    missing = [folder for folder, _ in SOURCES if not (args.fixtures / folder).is_dir()]
+    if missing:
+        parser.error(f"{', '.join(missing)} missing under {args.fixtures}: render it first (fixtures/README.md)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     examples = load_face_examples(args.fixtures)
     kept = [e for e in examples if not any(e.name.startswith(s + "-") for s in args.hold_out)]

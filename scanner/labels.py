@@ -10,6 +10,9 @@ from typing import Any, Iterator
 
 log = logging.getLogger(__name__)
 
+#: A top face at least this share blown out by glare (scene.glare_fraction) shows no print.
+BLOWN_OUT = 0.75
+
 
 @dataclass(frozen=True)
 class LabelledDie:

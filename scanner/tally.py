@@ -262,9 +262,11 @@ class TallyParams:
     #: mean code every cut alone had to win, by 0.4. Measured with the previous face net:
     #: dev split, lean set and alt look faces +0.4, +0.6 and +2.3 points, one confident
     #: mistake fewer on the dev split; five dev tables, with a net trained without them,
-    #: +0.5 points.)
+    #: +0.5 points.) 0.5 until the face net learned from the facemore set too: with it, 0.5
+    #: reads one more flat dev die right and a leaning one (a green 30) confidently as a 40,
+    #: which 0.4 leaves unsure.
     min_code: float = 0.5
-    code_ratio: float = 0.5
+    code_ratio: float = 0.4
     code_early: float = 0.8
     #: The quarter turns each cut is read at (0 first). All four read the dev split, lean set
     #: and alt look alike, at twice the net's cost (11 cuts, 5 ms, against 5).

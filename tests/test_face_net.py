@@ -33,15 +33,28 @@ def _die(face: str = "star", cocked: bool = False, x: float = 100.0) -> dict:
             "cocked": cocked}
 
 
-def test_training_cuts_the_flat_visible_dice_of_dev_teach_and_lean_never_the_test_split(tmp_path):
+def test_training_cuts_the_flat_visible_dice_of_dev_teach_lean_and_facemore_never_the_test_split(tmp_path):
     _labelled_still(tmp_path / "tallyup", "tallyup-s00-r00", "dev", [_die(), _die("50", cocked=True, x=200)])
     _labelled_still(tmp_path / "tallyup", "tallyup-s01-r00", "test", [_die()])
     _labelled_still(tmp_path / "tallyup-teach", "teach-s00-r00", "teach", [_die("100"), _die("50", x=200)],
                     {"visible_fraction": [1.0, 0.5]})
     _labelled_still(tmp_path / "lean" / "tallyup", "lean-tallyup-s00-r00", "lean", [_die("(50)")])
+    # A face the glare blew out shows no print: taught as no face, whatever its label says.
+    _labelled_still(tmp_path / "facemore" / "tallyup", "facemore-tallyup-s00-r00", "facemore",
+                    [_die("50"), _die("(50)", x=200)], {"glare_fraction": [0.2, 0.8]})
+    _labelled_still(tmp_path / "facemore" / "tallyup", "facemore-tallyup-s01-r00", "facemore",
+                    [{**_die("+1"), "die": "up"}], {"glare_fraction": [0.9]})
+    up_die = cv2.imread(str(tmp_path / "facemore" / "tallyup" / "facemore-tallyup-s01-r00.jpg"))
+    cv2.rectangle(up_die, (80, 80), (120, 120), (255, 255, 255), -1)
+    cv2.line(up_die, (92, 100), (108, 100), (20, 20, 20), 3)
+    cv2.line(up_die, (100, 92), (100, 108), (20, 20, 20), 3)
+    cv2.imwrite(str(tmp_path / "facemore" / "tallyup" / "facemore-tallyup-s01-r00.jpg"), up_die)
     examples = load_face_examples(tmp_path)
-    assert sorted((e.name, e.face) for e in examples) == [
+    assert sorted((e.name, e.face) for e in examples if e.die == "red") == [
+        ("facemore-tallyup-s00-r00.jpg#0", "50"), ("facemore-tallyup-s00-r00.jpg#1", NO_FACE),
         ("lean-tallyup-s00-r00.jpg#0", "(50)"), ("tallyup-s00-r00.jpg#0", "star"), ("teach-s00-r00.jpg#0", "100")]
+    # A dark print (the white Up Die's) stays where glare clips the body around it: taught as labelled.
+    assert [(e.name, e.face, e.ink_sign) for e in examples if e.die == "up"] == [("facemore-tallyup-s01-r00.jpg#0", "+1", -1)]
     # The crop holds the die: its corners, in crop pixels, lie inside it.
     for example in examples:
         height, width = example.crop.shape[:2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -10,7 +11,7 @@ from click.testing import CliRunner
 
 from calibration.cli import calibrate
 from calibration.profile import Profile, ProfileError, load_profile, save_profile
-from calibration.teach import teach_folders
+from calibration.teach import build_default, teach_folders
 from scanner.reader import Scanner, load_scanner
 from scanner.tally import default_model, model_from_json
 from tests.test_tally_synthetic import LOOK_A, LOOK_B, as_labelled_photos, draw_scene, photo_set
@@ -208,3 +209,14 @@ def test_teaching_into_a_dim_tables_profile_cleans_the_photos_as_its_scanner_wil
     teach_folders([teach_dir], plain)
     name, image = taught[0]
     assert np.array_equal(image, raw_of(name))
+
+
+def test_the_built_in_look_is_not_rebuilt_without_the_facemore_set(tmp_path):
+    """build_default learns its prints from the git-ignored facemore set too: without it, it
+    says how to get it and leaves the built-in look as it was."""
+    out = tmp_path / "tally_default.json"
+    out.write_text("as it was")
+    report = io.StringIO()
+    assert build_default(tmp_path, out, report) is None
+    assert "facemore" in report.getvalue() and "fixtures/README.md" in report.getvalue()
+    assert out.read_text() == "as it was"
