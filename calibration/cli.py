@@ -93,8 +93,8 @@ def check_command(profile: Path, data_dir: Path | None) -> None:
               default=Path(__file__).resolve().parent.parent / "scanner" / "data" / "tally_default.json",
               show_default=True)
 def build_default_command(fixtures: Path, out: Path) -> None:
-    """Re-learn the built-in Tally look from the project's renders (dev split + teach set; prints also from
-    the facemore set)."""
+    """Re-learn the built-in Tally look from the project's renders (dev split + teach set; face codes
+    also from the facemore set)."""
     from calibration.teach import build_default
 
     if build_default(fixtures, out, report=sys.stdout) is None:

@@ -39,6 +39,7 @@ from scanner.tally import (
     choose_dice, colour_distances, compile_model, face_patch, find_blobs, identify, ink_of, lab_of, match_face,
     normalised_rows, windows,
 )
+from scanner.training import missing_folders
 
 log = logging.getLogger(__name__)
 
@@ -402,13 +403,13 @@ def build_default(fixtures: Path, out: Path, report: TextIO | None = None) -> Te
 
     report = report or sys.stdout
     problems: list[str] = []
-    more = fixtures / "facemore" / "tallyup"
-    if not more.is_dir():
-        _print_problems([f"{more} is missing: render the facemore set first (fixtures/README.md)"], report)
+    missing = missing_folders(fixtures, ["facemore/tallyup"])
+    if missing:
+        _print_problems([missing], report)
         return None
     photos = [p for p in _load_folder(fixtures / "tallyup", problems) if p[3].get("split") == "dev"]
     photos += _load_folder(fixtures / "tallyup-teach", problems)
-    extra = _load_folder(more, problems)
+    extra = _load_folder(fixtures / "facemore" / "tallyup", problems)
     try:
         result = learn_tally_model(photos, source="dicetray fixtures (tallyup dev split + tallyup-teach; face "
                                                   "codes also from facemore)")

@@ -37,7 +37,7 @@ import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
 from scanner.labels import BLOWN_OUT, mean_side
-from scanner.training import cosine_rate, export_onnx, labelled_images, optimiser_step
+from scanner.training import cosine_rate, export_onnx, labelled_images, missing_folders, optimiser_step
 from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
 
 log = logging.getLogger(__name__)
@@ -238,9 +238,9 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--hold-out", nargs="*", default=[], help="setups to leave out (e.g. tallyup-s02) and check on")
     args = parser.parse_args(argv)
-    missing = [folder for folder, _ in SOURCES if not (args.fixtures / folder).is_dir()]
+    missing = missing_folders(args.fixtures, [folder for folder, _ in SOURCES])
     if missing:
-        parser.error(f"{', '.join(missing)} missing under {args.fixtures}: render it first (fixtures/README.md)")
+        parser.error(missing)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     examples = load_face_examples(args.fixtures)
     kept = [e for e in examples if not any(e.name.startswith(s + "-") for s in args.hold_out)]

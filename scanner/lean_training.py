@@ -37,7 +37,7 @@ import numpy as np
 from scanner.evaluate import match
 from scanner.finder import FinderRules
 from scanner.lean_net import CROP_SIDE, crop_around, finder_leaning_at, net_input, position_of
-from scanner.training import cosine_rate, export_onnx, labelled_images, optimiser_step
+from scanner.training import cosine_rate, export_onnx, labelled_images, missing_folders, optimiser_step
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +203,9 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - needs
     parser.add_argument("--folds", type=int, default=0, help="cross-validate by setup instead of training the net to ship")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    missing = [folder for folder, _, _ in SOURCES if not (args.fixtures / folder).is_dir()]
+    missing = missing_folders(args.fixtures, [folder for folder, _, _ in SOURCES])
     if missing:
-        parser.error(f"{', '.join(missing)} missing under {args.fixtures}: render it first (fixtures/README.md)")
+        parser.error(missing)
     examples = load_lean_examples(args.fixtures)
     log.info("%d cuts, %d of them leaning, from %d setups", len(examples.leaning), int(examples.leaning.sum()),
              len(np.unique(examples.setups)))

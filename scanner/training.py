@@ -18,6 +18,15 @@ from scanner.labels import LabelledPhoto, photo_labels
 log = logging.getLogger(__name__)
 
 
+def missing_folders(fixtures: Path, folders: Sequence[str]) -> str | None:
+    """Why a training script cannot run on `fixtures` (the `folders` under it that are not
+    there: git-ignored sets not yet rendered), or None when every one is there."""
+    missing = [folder for folder in folders if not (fixtures / folder).is_dir()]
+    if not missing:
+        return None
+    return f"{', '.join(missing)} missing under {fixtures}: render it first (fixtures/README.md)"
+
+
 def labelled_images(folder: Path, split: str | None = None, keep: Callable[[LabelledPhoto], bool] = lambda photo: True
                     ) -> Iterator[tuple[LabelledPhoto, np.ndarray]]:
     """Each labelled photo of `folder` (of `split`, if given) that `keep` accepts, with its

@@ -21,7 +21,7 @@ from scanner.lean_net import (CROP_REACH, CROP_SIDE, FINDER_HINT, LEAN_THRESHOLD
 from scanner.lean_training import LEANING_REPEATS, LeanExamples, augmented, epoch_batch, load_lean_examples
 from scanner.nets import over_bright_level
 from scanner.reader import Scanner
-from scanner.training import cosine_rate, labelled_images
+from scanner.training import cosine_rate, labelled_images, missing_folders
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -259,3 +259,10 @@ def test_the_training_scripts_learning_rate_falls_on_a_cosine_to_zero():
     assert optimiser.param_groups[0]["lr"] == optimiser.param_groups[1]["lr"]
     assert rates == pytest.approx([2e-3 * (1 + math.cos(math.pi * k / 4)) / 2 for k in range(1, 5)])
     assert rates[-1] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_training_scripts_name_the_unrendered_sets_they_need(tmp_path):
+    (tmp_path / "tossup").mkdir()
+    assert missing_folders(tmp_path, ["tossup"]) is None
+    why = missing_folders(tmp_path, ["tossup", "leanmore/tossup", "facemore/tallyup"])
+    assert why == f"leanmore/tossup, facemore/tallyup missing under {tmp_path}: render it first (fixtures/README.md)"
