@@ -96,6 +96,12 @@ class Scanner:
                                              finder_rules=self.finder_rules, face_net=self.face_net,
                                              top_face=self.top_face)
 
+    def print_lost_to_glare(self, die: str) -> bool:
+        """Whether glare that blows out `die`'s top face leaves no print to read: true of a
+        Toss Up die's coloured inset and of a Tally die whose print is lighter than its body
+        (or not learned); false of a dark print on a white body (the built-in Up Die)."""
+        return self._tally_reader is None or not self._tally_reader.model.dark_print(die)
+
     def _cleaned(self, image: np.ndarray) -> np.ndarray:
         # Both readers, and the finder, see a dim table's pictures brightened back. Tally Dice
         # under a warm lamp at half the light, calibrated per table as the wizard does it:

@@ -16,7 +16,7 @@ import pytest
 from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet, unit_rows
 from scanner.face_training import CLASSES, FACE_LABELS, FaceExample, dataset, jittered, load_face_examples, shadowed
 from scanner.frames import UNSURE
-from scanner.tally import PATCH_SIDE, TallyParams, TallyReader, model_from_json
+from scanner.tally import PATCH_SIDE, TallyParams, TallyReader, code_twins, distance_ratio, model_from_json
 
 from tests.test_tally_synthetic import FACES, LOOK_A, draw_scene, random_layout
 
@@ -228,6 +228,69 @@ def test_the_net_reads_the_mean_code_of_every_cut_and_turn_of_a_print(faces, exp
     # The first cut alone first, then its other turns and the other scales at once.
     if expected != UNSURE:
         assert reader.face_net.calls == [1, 3 * len(blind.code_turns) - 1]
+
+
+def test_twins_are_faces_whose_taught_codes_lie_nearest_each_other_and_alike():
+    faces = ["+100", "-100", "+1", NO_FACE]
+    turn = 0.4  # radians between the twins: cosine 0.92
+    taught = np.float32([[1, 0, 0], [np.cos(turn), np.sin(turn), 0], [0, 0, 1], [0, 0.2, 0.98]])
+    assert code_twins(faces, unit_rows(taught), 0.85) == {"+100": ("-100", pytest.approx(np.cos(turn))),
+                                                          "-100": ("+100", pytest.approx(np.cos(turn)))}
+    assert code_twins(faces, unit_rows(taught), 0.95) == {}
+    # No face is no twin, however near a face it lies.
+    assert code_twins(["+1", NO_FACE, "+100"], unit_rows(taught[[2, 3, 0]]), 0.85) == {}
+
+
+class FixedCodeNet:
+    """A face net whose every code is `code`."""
+
+    def __init__(self, fingerprint: str, code: np.ndarray):
+        self.fingerprint = fingerprint
+        self.code = np.float32(code)
+
+    def codes(self, inks):
+        return unit_rows(np.tile(self.code, (len(inks), 1)))
+
+
+def _with_twins(model, alike: float):
+    """`model` with the Up Die's -100 code turned to `alike` cosine of its +100 code (the
+    built-in look's are 0.91 alike: their prints differ by one stroke)."""
+    plus = unit_rows(np.float32([model.codes["+100"]]))[0]
+    minus = np.float32(model.codes["-100"])
+    across = unit_rows((minus - (minus @ plus) * plus)[None])[0]
+    return replace(model, codes={**model.codes, "-100": tuple(alike * plus + np.sqrt(1 - alike ** 2) * across)})
+
+
+@pytest.mark.parametrize("to_plus, to_minus, expected", [
+    (0.93, 0.86, "+100"),  # clearly the nearer twin, though not by code_ratio
+    (0.93, 0.91, UNSURE),  # nearly as near both
+])
+def test_of_two_twin_faces_the_clearly_nearer_is_read(to_plus, to_minus, expected, model_a):
+    twinned = _with_twins(model_a, 0.91)
+    plus = unit_rows(np.float32([twinned.codes["+100"]]))[0]
+    minus = unit_rows(np.float32([twinned.codes["-100"]]))[0]
+    across = unit_rows((minus - (minus @ plus) * plus)[None])[0]
+    # A code at the given cosines to both, the rest of it square to both.
+    along = (to_minus - to_plus * 0.91) / np.sqrt(1 - 0.91 ** 2)
+    rest = np.random.default_rng(3).normal(size=plus.shape).astype(np.float32)
+    rest -= (rest @ plus) * plus + (rest @ across) * across
+    code = to_plus * plus + along * across + np.sqrt(1 - to_plus ** 2 - along ** 2) * unit_rows(rest[None])[0]
+    reader = TallyReader(twinned, face_net=FixedCodeNet(twinned.code_net, code))
+    params = TallyParams()
+    faces, taught = reader._codes["up"]
+    cosines = dict(zip(faces, (taught @ code).tolist()))
+    assert cosines["+100"] == pytest.approx(to_plus, abs=1e-4) and cosines["-100"] == pytest.approx(to_minus, abs=1e-4)
+    # The code_ratio alone cannot tell them; every other face lies far.
+    assert distance_ratio(to_plus, to_minus) > params.code_ratio
+    others = max(c for f, c in cosines.items() if f not in ("+100", "-100"))
+    assert distance_ratio(to_plus, others) <= params.twin_ratio
+    ink = np.zeros((PATCH_SIDE, PATCH_SIDE), np.float32)
+    face, confidence = reader._code_decision([ink] * 3, "up", params)
+    assert face == expected
+    assert confidence == (params.twin_confidence if expected != UNSURE else 0.0)
+    # Faces that are not twins are read by code_ratio alone.
+    apart = TallyReader(twinned, replace(params, twin_cosine=0.95), face_net=FixedCodeNet(twinned.code_net, code))
+    assert apart._code_decision([ink] * 3, "up", params) == (UNSURE, 0.0)
 
 
 def test_a_print_the_first_cut_leaves_far_from_any_face_is_not_cut_again(model_a):

@@ -442,6 +442,9 @@ def test_teaching_learns_whether_the_print_is_lighter_than_the_body(look_name, m
 
     for die in DICE:
         assert model.bodies[die].ink_lighter == (lightness(look.inks[die]) > lightness(look.bodies[die])), die
+        # Glare that whitens the body takes a light print with it, not a dark one.
+        assert model.dark_print(die) == (lightness(look.inks[die]) < lightness(look.bodies[die])), die
+    assert not model.dark_print("no such die")
 
 
 @pytest.mark.parametrize("die, face", [("red", "100"), ("orange", "60"), ("blue", "(10)"), ("yellow", "70"),
