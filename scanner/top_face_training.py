@@ -43,7 +43,15 @@ from scanner.training import cosine_rate, export_onnx, labelled_images, optimise
 
 log = logging.getLogger(__name__)
 
-#: (folder under fixtures/, split) of the photos it learns from.
+#: (folder under fixtures/, split) of the photos it learns from. Not the facemore set (the
+#: Up Die in every roll), which the face net learns from: two nets trained with it, the same
+#: seed, the scanner a little changed between them, placed the held-out dev tables' corners
+#: better (median 0.034 and 0.033 of a side) but read unlike each other. One read within a
+#: die of the shipped net on the dev split, teach and lean sets, alt look and the dev split
+#: as other cameras would take it, with no confident mistake more, and read tallyup-v0's
+#: small Up Die; the other made 2 more confident mistakes on the dev split and 6 more as
+#: other cameras would take it. Which net reads better rests more on the draw than on the
+#: data.
 SOURCES = (("tallyup", "dev"), ("tallyup-teach", "teach"), ("lean/tallyup", "lean"))
 #: Each die's stored crop reaches this many sides from its centre: room for every square cut about.
 STORED_REACH = 2.6
