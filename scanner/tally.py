@@ -372,8 +372,7 @@ class TallyModel:
         """Whether `die`'s print was learned darker than its body (the Up Die's black on
         white): glare that blows its body out to white leaves such a print to read, where a
         light print turns the same white as the body."""
-        body = self.bodies.get(die)
-        return body is not None and body.ink_lighter is False
+        return _ink_sign(self, die) < 0
 
     def to_json(self) -> dict[str, Any]:
         return {
