@@ -2308,7 +2308,7 @@ class TallyReader:
                 if face == UNSURE and self._neutral(die):
                     # A white blob may be a coloured die's white print and glare (a star
                     # fills much of a face): its face's edge shows the die's own colour.
-                    renamed = self._renamed_by_ring(image, gains, blob, taken, typical)
+                    renamed = self._renamed_by_ring(image, gains, blob, taken, typical, found_by_net())
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
                 if face != UNSURE and face_confidence < self.params.weak_read and self.finder is not None:
@@ -2552,11 +2552,18 @@ class TallyReader:
         return None
 
     def _renamed_by_ring(self, image: np.ndarray, gains: np.ndarray, blob: Blob, taken: Mapping[str, float],
-                         typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
+                         typical: float | None, found: Sequence[FoundDie]
+                         ) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
         """(die, confidence, (face, face confidence, scores)) of a blob taken for the white or
         black Up Die whose face is not read: the coloured die that the ring inside its face's
         edge has the colour of, when no other blob is that die and the print reads as one of
-        its faces; else None."""
+        its faces; else None.
+
+        A blob of white print and glare can be placed beside the face it lies on (its best
+        printed candidate square takes in tray), so that its ring has the tray's colour: the
+        square the finder found at the blob is tried too, named as a die the finder adds is
+        (its colour and the finder agree), and becomes the die's top face when its print reads.
+        """
         for distances in self._lit_and_relit(_ring_body(face_patch(image, blob.quad, gains))):
             name, _ = _nearest(distances, self.params)
             if name == UNSURE or self._neutral(name) or name not in self.compiled.templates or name in taken:
@@ -2564,7 +2571,19 @@ class TallyReader:
             read = self._read_or_place(image, gains, blob, name, typical)
             if read[0] != UNSURE:
                 return name, self.params.colour_print_identity_confidence, read
-        return None
+        at = _found_at(found, blob)
+        if at is None:
+            return None
+        quad = np.float32(at.corners())
+        name, chance = self._found_identity(at, self._body_distances(image, gains, quad), taken)
+        if name == UNSURE or self._neutral(name):
+            return None
+        trial = Blob(name, quad, at.center, at.side, 1.0, 1.0, blob.lab, blob.clipped)
+        read = self._read_or_place(image, gains, trial, name, typical)
+        if read[0] == UNSURE:
+            return None
+        blob.place(trial.quad, trial.side)
+        return name, chance, read
 
     def _body_distances(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray) -> tuple[dict[str, float], ...]:
         """The top face's body colour against every learned body: as lit, and lit as brightly

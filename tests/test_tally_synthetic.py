@@ -1030,11 +1030,22 @@ def test_a_blob_taken_for_the_up_die_whose_face_s_edge_is_coloured_is_that_colou
         quad = square(cx, 350.0, 52.0, angle)
         return Blob("up", quad, (cx, 350.0), 52.0, 0.95, 0.95, np.zeros(3, np.float32))
 
-    renamed = reader._renamed_by_ring(image, gains, as_up(600.0, 0.2), {}, None)
+    renamed = reader._renamed_by_ring(image, gains, as_up(600.0, 0.2), {}, None, [])
     assert renamed is not None and renamed[0] == "blue" and renamed[2][0] == "20"
     # Not when another blob is the blue die, nor for the white Up Die itself.
-    assert reader._renamed_by_ring(image, gains, as_up(600.0, 0.2), {"blue": 0.5}, None) is None
-    assert reader._renamed_by_ring(image, gains, as_up(900.0, 0.4), {}, None) is None
+    assert reader._renamed_by_ring(image, gains, as_up(600.0, 0.2), {"blue": 0.5}, None, []) is None
+    assert reader._renamed_by_ring(image, gains, as_up(900.0, 0.4), {}, None, []) is None
+    # A blob placed half a side off the face rings the tray; the finder's square of the
+    # blue die, which the finder names, is read instead and becomes the die's top face.
+    off = as_up(626.0, 0.2)
+    assert reader._renamed_by_ring(image, gains, off, {}, None, []) is None
+    found = [_found("blue", 601.0, 349.0, 52.0, 0.2)]
+    renamed = reader._renamed_by_ring(image, gains, off, {}, None, found)
+    assert renamed is not None and renamed[0] == "blue" and renamed[2][0] == "20"
+    assert math.dist(off.center, (601.0, 349.0)) < 1.0
+    # Not when the finder takes it for another die, or another blob is the blue die.
+    assert reader._renamed_by_ring(image, gains, as_up(626.0, 0.2), {}, None, [_found("purple", 601.0, 349.0, 52.0, 0.2)]) is None
+    assert reader._renamed_by_ring(image, gains, as_up(626.0, 0.2), {"blue": 0.5}, None, found) is None
 
 
 def test_a_half_shaded_die_found_as_its_lit_part_is_placed_on_its_print_with_the_shade_divided_out(model_a):
