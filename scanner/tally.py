@@ -2616,12 +2616,16 @@ class TallyReader:
         face (`colours`: see _body_distances) and the finder must name the same die (the net
         may break a tie between two colours that lie as near, when it is sure), and no other
         die of the frame be it. The finder learned our renders' colours only; the body colours
-        are the user's own."""
+        are the user's own.
+
+        The colour is the nearest of the dice no other die of the frame is (`held`): a set has
+        one of each, so a die whose colour lies as near a held one (a pale orange beside the
+        yellow die) is told apart from the others only."""
         guess, chance = self._finder_guess(die, held)
         if guess == UNSURE:
             return UNSURE, 0.0
         for distances in colours:
-            by_colour, colour_confidence = _nearest(distances, self.params)
+            by_colour, colour_confidence = _nearest({d: v for d, v in distances.items() if d not in held}, self.params)
             if by_colour == guess and chance >= self.finder_rules.min_identity:
                 return guess, round(min(chance, colour_confidence), 4)
             if _among_nearest(distances, guess, self.params) and chance >= self.finder_rules.sure_identity:
