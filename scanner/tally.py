@@ -2457,6 +2457,8 @@ class TallyReader:
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
             if with_faces and name == UNSURE:
                 claimed = self._claimed_from_clipped(image, gains, die, blob, colours, result, held, found, typical)
+                if claimed is None:
+                    claimed = self._claimed_from_unread(image, gains, die, blob, colours, result, typical)
                 if claimed is not None:
                     name, chance, (face, confidence, scores) = claimed
             if name == UNSURE and not rules.unnamed_tally:
@@ -2518,6 +2520,29 @@ class TallyReader:
         log.debug("%s die at %s claimed from the clipped blob at %s, now %s", claim, die.center,
                   clipped.blob.center, other)
         return claim, self.params.colour_print_identity_confidence, read
+
+    def _claimed_from_unread(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, blob: Blob,
+                             colours: Sequence[Mapping[str, float]], result: list[DieRead], typical: float | None
+                             ) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
+        """(die, confidence, (face, face confidence, scores)) of a die the finder found, left
+        unnamed because a die of the frame whose face is not read holds the die it is, when it
+        is that die: its body colour and the finder name it, and its print reads as one of that
+        die's faces, where the holder's did not (a shaded patch of white wall taken for the
+        white Up Die). The holder keeps its place, unnamed. Else None; `result` changes only
+        when the die is claimed."""
+        claim = self._named_by_colour(colours, ())
+        guess, chance = self._finder_guess(die, ())
+        if claim == UNSURE or guess != claim or chance < self.finder_rules.min_identity:
+            return None
+        holder = next((index for index, d in enumerate(result) if d.die == claim), None)
+        if holder is None or result[holder].face not in (None, UNSURE):
+            return None
+        read = self._read_or_place(image, gains, blob, claim, typical)
+        if read[0] == UNSURE:
+            return None
+        result[holder] = replace(result[holder], die=UNSURE, die_confidence=0.0)
+        log.debug("%s die at %s claimed from the unread one at %s", claim, die.center, result[holder].blob.center)
+        return claim, round(chance, 4), read
 
     def _read_at_finder_size(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Collection[str],
                              found: Sequence[FoundDie], read: tuple[str, float, dict[str, float]]

@@ -888,6 +888,23 @@ def test_a_die_the_finder_found_is_named_by_the_nearest_colour_no_other_die_of_t
         assert [d.die for d in dice if d is not die] == ["purple"]
 
 
+@pytest.mark.parametrize("printed", [True, False])
+def test_a_die_the_finder_found_claims_its_name_from_a_die_whose_face_was_not_read(printed, model_a):
+    """A blank patch of white wall is taken for the white Up Die, face unread; the real Up Die,
+    found after it, has that die's colour and the finder's word too, and its print reads: it
+    takes the name and the patch is left unnamed. Without a print to read it cannot claim it."""
+    from scanner.tally import TallyParams, TallyReader
+
+    image, _ = draw_scene([("up", "+2", 400.0, 300.0, 52.0, 0.3)], seed=4)
+    blanks = [(900.0, 400.0, 0.2)] + ([] if printed else [(400.0, 300.0, 0.3)])
+    for cx, cy, angle in blanks:
+        cv2.fillConvexPoly(image, np.int32(np.round(square(cx, cy, 52.0, angle))), LOOK_A.bodies["up"], cv2.LINE_AA)
+    blind = replace(TallyParams(), min_print_score=2.0)  # every die is left to the finder
+    finder = StubFinder([_found("up", 900.0, 400.0, 52.0, 0.2), _found("up", 402.0, 299.0, 52.0, 0.3)])
+    dice = sorted(TallyReader(model_a, blind, finder=finder).read_dice(image), key=lambda d: d.blob.center[0])
+    assert [(d.die, d.face) for d in dice] == ([("up", "+2"), (UNSURE, UNSURE)] if printed else [(UNSURE, UNSURE), ("up", UNSURE)])
+
+
 def _off_blob(die: str, cx: float, cy: float, side: float, angle: float):
     """A blob of `die` whose outline took in a shadow: the die's square moved half a side."""
     from scanner.tally import Blob
