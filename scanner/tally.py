@@ -2628,10 +2628,12 @@ class TallyReader:
 
     def _named_by_colour(self, colours: Sequence[Mapping[str, float]], held: Collection[str]) -> str:
         """The die whose learned body colour the top face clearly has (`colours`: see
-        _body_distances) and that no other die of the frame is; else unsure."""
+        _body_distances) and that no other die of the frame is (`held`); else unsure. Clearly
+        nearest among the dice not held: a set has one of each (see _found_identity)."""
         for distances in colours:
-            by_colour, _ = _nearest(distances, self.params)
-            if by_colour != UNSURE and by_colour not in held and by_colour in self.compiled.templates:
+            free = {d: v for d, v in distances.items() if d not in held}
+            by_colour, _ = _nearest(free, self.params) if free else (UNSURE, 0.0)
+            if by_colour != UNSURE and by_colour in self.compiled.templates:
                 return by_colour
         return UNSURE
 

@@ -865,12 +865,15 @@ def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, 
         assert die.face == "20"
 
 
+@pytest.mark.parametrize("sure", [0.7, 0.3])
 @pytest.mark.parametrize("purple_elsewhere, expected", [(True, "blue"), (False, UNSURE)])
 def test_a_die_the_finder_found_is_named_by_the_nearest_colour_no_other_die_of_the_frame_is(
-        purple_elsewhere, expected, model_a):
+        purple_elsewhere, expected, sure, model_a):
     """A die whose colour lies between blue and purple, which the finder takes for blue but is
     not sure of: with the purple die elsewhere in the frame only blue is left for it, and net
-    and colour agree; alone, the colour cannot tell and the net cannot break the tie."""
+    and colour agree (or, the net below min_identity, colour and print do); alone, the colour
+    cannot tell and the net cannot break the tie."""
+    from scanner.finder import FinderRules
     from scanner.tally import TallyParams, TallyReader
 
     between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
@@ -878,7 +881,7 @@ def test_a_die_the_finder_found_is_named_by_the_nearest_colour_no_other_die_of_t
     layout = [("blue", "20", 400.0, 300.0, 52.0, 0.3)] + ([("purple", "star", 900.0, 400.0, 52.0, 0.2)] if purple_elsewhere else [])
     image, _ = draw_scene(layout, look, seed=4)
     blind = replace(TallyParams(), min_print_score=2.0)  # every die is left to the finder
-    found = [_found("blue", 402.0, 299.0, 52.0, 0.3, sure=0.7)]
+    found = [_found("blue", 402.0, 299.0, 52.0, 0.3, sure=sure)]
     if purple_elsewhere:
         found.insert(0, _found("purple", 900.0, 400.0, 52.0, 0.2))
     dice = TallyReader(model_a, blind, finder=StubFinder(found)).read_dice(image)
@@ -886,6 +889,8 @@ def test_a_die_the_finder_found_is_named_by_the_nearest_colour_no_other_die_of_t
     assert die.die == expected
     if purple_elsewhere:
         assert [d.die for d in dice if d is not die] == ["purple"]
+        assert die.face == "20"
+        assert (die.die_confidence == blind.colour_print_identity_confidence) == (sure < FinderRules().min_identity)
 
 
 @pytest.mark.parametrize("printed", [True, False])
