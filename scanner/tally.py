@@ -1122,6 +1122,21 @@ def _among_nearest(distances: Mapping[str, float], die: str, params: TallyParams
     return distances[die] <= min(min(distances.values()) + params.identity_margin, params.identity_max_distance)
 
 
+def _nearest_free(distances: Mapping[str, float], held: Collection[str], params: TallyParams) -> tuple[str, float]:
+    """(die, confidence) of the body colour clearly nearest among the dice not `held` by
+    another die of the frame (a set has one of each), when it is also one of the nearest of
+    all (see _among_nearest); else unsure. A die whose colour lies as near a held die as its
+    own is told apart from the others only; one clearly nearer a held die is that die's
+    double (the holder may be named wrong), and no other die."""
+    free = {die: distance for die, distance in distances.items() if die not in held}
+    if not free:
+        return UNSURE, 0.0
+    die, confidence = _nearest(free, params)
+    if die == UNSURE or not _among_nearest(distances, die, params):
+        return UNSURE, 0.0
+    return die, confidence
+
+
 def _held_elsewhere(die: str, distance: float, taken: Mapping[str, float]) -> bool:
     """Whether another blob is `die`, matching its colour at least as well (`taken`: each die
     other blobs are, with that blob's distance to it) as one at `distance` would."""
@@ -2631,8 +2646,7 @@ class TallyReader:
         _body_distances) and that no other die of the frame is (`held`); else unsure. Clearly
         nearest among the dice not held: a set has one of each (see _found_identity)."""
         for distances in colours:
-            free = {d: v for d, v in distances.items() if d not in held}
-            by_colour, _ = _nearest(free, self.params) if free else (UNSURE, 0.0)
+            by_colour, _ = _nearest_free(distances, held, self.params)
             if by_colour != UNSURE and by_colour in self.compiled.templates:
                 return by_colour
         return UNSURE
@@ -2652,7 +2666,7 @@ class TallyReader:
         if guess == UNSURE:
             return UNSURE, 0.0
         for distances in colours:
-            by_colour, colour_confidence = _nearest({d: v for d, v in distances.items() if d not in held}, self.params)
+            by_colour, colour_confidence = _nearest_free(distances, held, self.params)
             if by_colour == guess and chance >= self.finder_rules.min_identity:
                 return guess, round(min(chance, colour_confidence), 4)
             if _among_nearest(distances, guess, self.params) and chance >= self.finder_rules.sure_identity:

@@ -865,6 +865,21 @@ def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, 
         assert die.face == "20"
 
 
+def test_the_nearest_free_colour_must_be_one_of_the_nearest_of_all():
+    from scanner.tally import TallyParams, _nearest_free
+
+    params = TallyParams()
+    pale_orange = {"orange": 2.8, "yellow": 3.0, "red": 5.5}
+    assert _nearest_free(pale_orange, (), params)[0] == UNSURE  # as near yellow as orange
+    assert _nearest_free(pale_orange, {"yellow"}, params)[0] == "orange"  # the yellow die is elsewhere
+    assert _nearest_free(pale_orange, {"orange"}, params)[0] == "yellow"  # ...or the orange die is
+    clearly_blue = {"blue": 1.5, "purple": 3.5, "up": 7.9}
+    assert _nearest_free(clearly_blue, (), params)[0] == "blue"
+    # Another die holds blue: this one is blue's double, not the purple die.
+    assert _nearest_free(clearly_blue, {"blue"}, params)[0] == UNSURE
+    assert _nearest_free(clearly_blue, {"blue", "purple", "up"}, params)[0] == UNSURE
+
+
 @pytest.mark.parametrize("sure", [0.7, 0.3])
 @pytest.mark.parametrize("purple_elsewhere, expected", [(True, "blue"), (False, UNSURE)])
 def test_a_die_the_finder_found_is_named_by_the_nearest_colour_no_other_die_of_the_frame_is(
