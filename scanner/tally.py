@@ -1824,12 +1824,12 @@ class TallyReader:
             if self.model.code_net != self.face_net.fingerprint:
                 log.warning("the Tally look's face codes came from another face net (%s, not %s): reading with "
                             "templates only; teach the dice again", self.model.code_net, self.face_net.fingerprint)
-                return
-            for die, faces in DIE_FACES.items():
-                known = [face for face in (*faces, NO_FACE) if face in self.model.codes]
-                if len(known) >= 2:
-                    self._codes[die] = (known, np.float32([self.model.codes[face] for face in known]))
-        #: Per die, its faces' twins (see TallyParams.twin_cosine).
+            else:
+                for die, faces in DIE_FACES.items():
+                    known = [face for face in (*faces, NO_FACE) if face in self.model.codes]
+                    if len(known) >= 2:
+                        self._codes[die] = (known, np.float32([self.model.codes[face] for face in known]))
+        #: Per die, its faces' twins (see TallyParams.twin_cosine); none without codes.
         self._twins = {die: code_twins(faces, taught, self.params.twin_cosine) for die, (faces, taught) in self._codes.items()}
 
     def read(self, image: np.ndarray, with_faces: bool = True) -> list[DieReading]:
@@ -2100,6 +2100,19 @@ class TallyReader:
         vote = pair_vote(ink, *pair, params.pair_difference)
         return vote is not None and vote < params.pair_veto
 
+    def _twin_against(self, ink: np.ndarray, die: str, face: str) -> bool:
+        """Whether the face net, reading the print (at params.code_turns), finds it nearer the
+        twin of `face` (see TallyParams.twin_cosine), the face the templates read: the two
+        readers disagree on a print that scores the player 200 points one way or the other.
+        On the teach set this stops a +100 the templates read as -100 (the flattened cut then
+        reads it right); the alt look loses a +100 read right; on the dev split, the lean set
+        and the dev split as other cameras would take it, no final reading changes."""
+        twin = self._twins.get(die, {}).get(face)
+        if twin is None:
+            return False
+        similar = dict(self._nearest_to_mean(die, self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns])))
+        return similar[twin[0]] > similar[face]
+
     def _clipped_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
                           params: TallyParams) -> tuple[str, float]:
         """(face, confidence) of a clipped coloured die's print when its best face wins by the
@@ -2204,6 +2217,8 @@ class TallyReader:
             return UNSURE, 0.0, scores
         # Only against the templates: where they could not tell, the net read the print as a whole.
         if by_templates and self._vote_against(middle, die, face, scores, params):
+            return UNSURE, 0.0, scores
+        if by_templates and self._twin_against(ink, die, face):
             return UNSURE, 0.0, scores
         if face != UNSURE and rivals:
             if any(face in DIE_FACES.get(other, ()) for other in rivals):

@@ -188,6 +188,17 @@ def test_a_plus_100_whose_plus_the_glare_left_a_dot_is_not_read_minus_100(nets):
     assert read_there(image, truth, nets, replace(no_twins, pair_veto=0.4)) == [("up", "-100")]
 
 
+def test_a_plus_100_the_templates_read_minus_100_is_not_read_so_when_the_face_net_reads_its_twin(nets):
+    """tallyup-teach/teach-s02-r02: the templates read the Up Die's +100 as -100, at 0.54,
+    while the face net finds the print nearer +100, the twin (TallyReader._twin_against): the
+    readers disagree, and the flattened cut is then read +100. Without twins (so without
+    the check) the templates' -100 stands: 200 points the wrong way."""
+    image, truth = one_die(FIXTURES.parent / "tallyup-teach", "teach-s02-r02.jpg", "up")
+    assert truth.face == "+100"
+    assert read_there(image, truth, nets) == [("up", "+100")]
+    assert read_there(image, truth, nets, replace(TallyParams(), twin_cosine=2.0)) == [("up", "-100")]
+
+
 @pytest.mark.parametrize("photo, die, face, unlocated", [("tallyup-s13-r06.jpg", "up", "x2", "x2"),
                                                           ("tallyup-s16-r06.jpg", "orange", "70", "unsure")])
 def test_a_face_left_unsure_on_the_square_found_is_read_where_the_locator_sees_the_top_face(photo, die, face, unlocated,
