@@ -2658,8 +2658,8 @@ class TallyReader:
 
     def _named_by_colour(self, colours: Sequence[Mapping[str, float]], held: Collection[str]) -> str:
         """The die whose learned body colour the top face clearly has (`colours`: see
-        _body_distances) and that no other die of the frame is (`held`); else unsure. Clearly
-        nearest among the dice not held: a set has one of each (see _found_identity)."""
+        _body_distances) and that no other die of the frame is (`held`; see _nearest_free);
+        else unsure."""
         for distances in colours:
             by_colour, _ = _nearest_free(distances, held, self.params)
             if by_colour != UNSURE and by_colour in self.compiled.templates:
@@ -2672,11 +2672,8 @@ class TallyReader:
         face (`colours`: see _body_distances) and the finder must name the same die (the net
         may break a tie between two colours that lie as near, when it is sure), and no other
         die of the frame be it. The finder learned our renders' colours only; the body colours
-        are the user's own.
-
-        The colour is the nearest of the dice no other die of the frame is (`held`): a set has
-        one of each, so a die whose colour lies as near a held one (a pale orange beside the
-        yellow die) is told apart from the others only."""
+        are the user's own. The colour is told among the dice not `held` (see _nearest_free):
+        a pale orange die beside the yellow one is orange."""
         guess, chance = self._finder_guess(die, held)
         if guess == UNSURE:
             return UNSURE, 0.0
