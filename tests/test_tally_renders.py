@@ -2,13 +2,12 @@
 
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
-the built-in look, the die finder and the face net (70 photos, 308 dice: recall 95.8 %,
-precision 98.3 %, identity 96.9 %, faces 93.4 % of the dice found, 90.2 % of all flat dice read
-right, no confident mistake; until two dice nearest one colour shared the colours out together
-(tally.assign_identities), an orange (70), half clipped and so yellowish, was read as yellow
-(40) beside the yellow die). The dice only the finder finds are mostly in deep shadow, white on white or
-blown out: often not named or not read, so they lower the shares of found dice while more dice
-are read right in all. The targets are identity >= 99.8 %, face >= 99.5 %.
+the built-in look, the die finder, the face net and the top-face locator (70 photos, 308 dice:
+recall 98.4 %, precision 98.4 %, identity 98.6 %, faces 97.3 % of the dice found, 96.3 % of all
+flat dice read right, no confident mistake). The dice only the finder finds are mostly in deep
+shadow, white on white or blown out: often not named or not read, so they lower the shares of
+found dice while more dice are read right in all. The targets are identity >= 99.8 %,
+face >= 99.5 %.
 
 They guard against getting worse, above all against confident wrong readings.
 """
@@ -55,12 +54,12 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     card = _card("test")
     summary = card.summary()
     assert summary["detection_precision"] >= 0.975, card.failures
-    assert summary["detection_recall"] >= 0.95, card.failures
-    assert summary["identity_accuracy"] >= 0.96, card.failures
+    assert summary["detection_recall"] >= 0.97, card.failures
+    assert summary["identity_accuracy"] >= 0.98, card.failures
     # The target of issue 5: at most 0.2 % (fewer than one die in 308).
     assert summary["wrong_confident_rate"] <= 0.002, card.failures
-    assert summary["face_accuracy"] >= 0.92, card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.895, card.confusion_table()
+    assert summary["face_accuracy"] >= 0.96, card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.95, card.confusion_table()
 
 
 def test_empty_trays_have_no_dice():
@@ -281,14 +280,12 @@ def test_every_tally_video_gives_one_reading_per_roll_soon_after_it_settles_and_
 def test_the_test_split_as_other_cameras_would_take_it_has_few_confident_mistakes():
     """Resampled through another resolution, a stronger JPEG, a brighter tone curve, a softer
     lens (scanner.evaluate.PERTURBATIONS): the same 70 photos, 1540 dice in all. Measured:
-    recall 94.7 %, identity 96.3 %, faces 92.1 %, five confident mistakes (0.35 %; four an orange
-    die clipped to yellow with no yellow die beside it, so that its colour cannot tell, and a
-    star read on it)."""
+    recall 97.9 %, identity 97.8 %, faces 96.3 %, four confident mistakes (0.27 %)."""
     labels = [label for label in photo_labels(FIXTURES, "test") if label.image.is_file()] if FIXTURES.is_dir() else []
     if sum(len(label.dice) for label in labels) < 20:
         pytest.skip(f"fewer than 20 labelled Tally dice rendered in {FIXTURES} (test)")
     card = Scorecard.merged(score_perturbed(Scanner("tallyup").read, labels).values())
     summary = card.summary()
     assert summary["wrong_confident_rate"] <= 0.005, card.failures
-    assert summary["face_accuracy"] >= 0.90 and summary["identity_accuracy"] >= 0.95, card.confusion_table()
-    assert summary["detection_recall"] >= 0.94 and summary["detection_precision"] >= 0.97, card.failures
+    assert summary["face_accuracy"] >= 0.94 and summary["identity_accuracy"] >= 0.96, card.confusion_table()
+    assert summary["detection_recall"] >= 0.96 and summary["detection_precision"] >= 0.97, card.failures
