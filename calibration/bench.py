@@ -33,16 +33,18 @@ the table's first Tally roll (the white Up Die and prints are its brightest surf
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TextIO
 
 import cv2
 import numpy as np
 
 from calibration.steps import black_level, confirmed_from_labels, find_tray, grow_tray, learn_tossup, light_gains
-from calibration.teach import learn_tally_model
+from calibration.teach import TeachResult, learn_tally_model
+from scanner.cli import bench_scanner
 from scanner.evaluate import Scorecard
 from scanner.labels import LabelledPhoto, photo_labels
 from scanner.reader import Scanner, subtract_black_level
@@ -74,6 +76,8 @@ DEV_DICE = 8
 DEV_TABLES = 4
 #: The Tally look is taught from this many teach photos (issue 5: teaching may use at most 20).
 TALLY_TEACH_PHOTOS = 20
+#: The fixtures' folder of the differently looking Tally set (issue 5).
+ALT_SET = "alt"
 
 
 def _card(scanner: Scanner, photos: Sequence[tuple[LabelledPhoto, np.ndarray]]) -> Scorecard:
@@ -115,16 +119,13 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
     built_in = _card(plain, photos)
     report(f"  built-in look                     {_line(built_in, identity=True)}")
     shares = {"tally_built_in": built_in.summary()["read_right_of_all"]}
-    teach = [label for label in photo_labels(fixtures / "tallyup-teach") if label.dice][:TALLY_TEACH_PHOTOS]
-    taught_from = [(label.image.name, look.apply(cv2.imread(str(label.image), cv2.IMREAD_COLOR)), label.dice, label.scene)
-                   for label in teach]
     try:
-        result = learn_tally_model(taught_from)
+        result, used = teach_first_photos(fixtures / "tallyup-teach", look.apply)
     except ValueError as error:
-        report(f"  not taught ({len(teach)} teach photos): {error}")
+        report(f"  not taught: {error}")
     else:
         taught = _card(Scanner("tallyup", tally=result.model), photos)
-        report(f"  taught on {len(teach)} teach photos in this light (other tables):")
+        report(f"  taught on {used} teach photos in this light (other tables):")
         report(f"                                    {_line(taught, identity=True)}")
         shares["tally_taught"] = taught.summary()["read_right_of_all"]
     plain_rest, wizard = Scorecard(), Scorecard()
@@ -143,6 +144,40 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
     shares["tally_table_uncalibrated"] = plain_rest.summary()["read_right_of_all"]
     shares["tally_table_calibrated"] = wizard.summary()["read_right_of_all"]
     return shares
+
+
+def teach_first_photos(folder: Path, change: Callable[[np.ndarray], np.ndarray] = lambda image: image,
+                       count: int | None = None) -> tuple[TeachResult, int]:
+    """(what `calibrate teach` learns from the first `count` (TALLY_TEACH_PHOTOS) labelled
+    photos of dice in `folder`, each changed by `change`; how many it was given). ValueError
+    where it cannot."""
+    teach = [label for label in photo_labels(folder) if label.dice][:count or TALLY_TEACH_PHOTOS]
+    photos = [(label.image.name, change(cv2.imread(str(label.image), cv2.IMREAD_COLOR)), label.dice, label.scene)
+              for label in teach]
+    try:
+        return learn_tally_model(photos), len(teach)
+    except ValueError as error:
+        raise ValueError(f"{len(teach)} photos of dice in {folder}: {error}") from error
+
+
+def bench_taught_look(fixtures: Path, split: str | None, out: TextIO | None = None, perturbed: bool = False) -> dict | None:
+    """Issue 5's second target, printed like `bench scanner`'s own: the differently looking Tally
+    set (fixtures/alt: other shades, ink, font and star) read with the look `calibrate teach`
+    learns from the first TALLY_TEACH_PHOTOS of its teach photos. None (and a line saying so)
+    where the fixtures hold no such set."""
+    out = out if out is not None else sys.stdout
+    folder = fixtures / ALT_SET
+    if not (folder / "tallyup-teach").is_dir():
+        print(f"[tallyup, taught] no differently looking set in {folder}", file=out)
+        return None
+    try:
+        result, used = teach_first_photos(folder / "tallyup-teach")
+    except ValueError as error:
+        print(f"[tallyup, taught] not taught: {error}", file=out)
+        return None
+    title = f"tallyup, {ALT_SET}/ look taught from {used} of its teach photos"
+    return bench_scanner(split, ["tallyup"], folder, None, out, perturbed=perturbed,
+                         scanner=Scanner("tallyup", tally=result.model), title=title).get("tallyup")
 
 
 def _dev_calibration(fixtures: Path, look: Look) -> tuple[Scanner, str]:
@@ -227,4 +262,4 @@ def run_calibration_bench(fixtures: Path, report: Callable[[str], None] = print,
     return results
 
 
-__all__ = ["LOOKS", "Look", "run_calibration_bench"]
+__all__ = ["LOOKS", "Look", "bench_taught_look", "run_calibration_bench", "teach_first_photos"]

@@ -97,10 +97,13 @@ def _scanner(dice_set: str, profile: Path | None) -> Scanner:
 FULL_SET = {"tossup": 10, "tallyup": 7}
 
 
-def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Path | None, out=sys.stdout,
-                  perturbed: bool = False) -> dict:
+def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Path | None, out=None,
+                  perturbed: bool = False, scanner: Scanner | None = None, title: str | None = None) -> dict:
     """Accuracy, settle latency and speed over the labelled fixtures; prints and returns the figures.
-    `perturbed`: also the accuracy on every photo as other cameras would take it (PERTURBATIONS)."""
+    `perturbed`: also the accuracy on every photo as other cameras would take it (PERTURBATIONS).
+    `scanner`: read with this one (of the one dice set benched) instead of the profile's;
+    `title`: what the report's heading calls the dice set."""
+    out = out if out is not None else sys.stdout  # the stream of the moment (click's, under test)
     # The speed target is for one core (a Pi 5 core keeps up with 30 fps if this does).
     cv2.setNumThreads(1)
     results: dict = {}
@@ -110,7 +113,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         if not labels:
             print(f"[{dice_set}] no labelled photos in {folder} for split {split!r}", file=out)
             continue
-        scanner = load_scanner(dice_set, profile)
+        reader = scanner or load_scanner(dice_set, profile)
         card = Scorecard()
         visible_card = Scorecard()  # only dice at least half visible (not hidden by the wall)
         # Only dice whose print the lamp's glare left to read: not those whose top face it
@@ -127,7 +130,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
                 print(f"[{dice_set}] cannot read {label.image}", file=out)
                 continue
             start = time.perf_counter()
-            dice = scanner.read(image)
+            dice = reader.read(image)
             timings.append((time.perf_counter() - start) * 1000)
             if len(label.dice) == FULL_SET[dice_set]:
                 full_set_timings.append(timings[-1])
@@ -136,7 +139,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
             visible_card.add(label.image.name, [d for d, f in zip(label.dice, fractions) if f >= 0.5], dice)
             glare = label.scene.get("glare_fraction") or [0.0] * len(label.dice)
             unblown_card.add(label.image.name, [d for d, g in zip(label.dice, glare)
-                                                if g < BLOWN_OUT or not scanner.print_lost_to_glare(d.die)], dice)
+                                                if g < BLOWN_OUT or not reader.print_lost_to_glare(d.die)], dice)
             surface = str(label.scene.get("surface", "unknown"))
             surface_cards.setdefault(surface, Scorecard()).add(label.image.name, label.dice, dice)
         summary = card.summary()
@@ -144,7 +147,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         summary["ms_p95"] = percentile(timings, 0.95)
         summary["ms_median_full_set"] = percentile(full_set_timings, 0.5) if full_set_timings else math.nan
         summary["photos"] = len(timings)
-        print(f"[{dice_set}] split={split} photos={len(timings)} dice={summary['labelled_dice']}", file=out)
+        print(f"[{title or dice_set}] split={split} photos={len(timings)} dice={summary['labelled_dice']}", file=out)
         for key in ("detection_recall", "detection_precision", "face_accuracy", "read_right_of_all", "identity_accuracy",
                     "unsure_rate", "wrong_confident_rate", "cocked_recall"):
             # A rate with nothing to count (identity of Toss Up dice, which are all alike) is "n/a".
@@ -186,8 +189,8 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         if len(card.failures) > MAX_FAILURES_SHOWN:
             print(f"  ... and {len(card.failures) - MAX_FAILURES_SHOWN} more", file=out)
         if perturbed:
-            summary["perturbed"] = bench_perturbed(labels, scanner, f"[{dice_set}]", out)
-        summary["videos"] = bench_videos(fixtures / "videos", dice_set, scanner, out)
+            summary["perturbed"] = bench_perturbed(labels, reader, f"[{title or dice_set}]", out)
+        summary["videos"] = bench_videos(fixtures / "videos", dice_set, reader, out)
         results[dice_set] = summary
     return results
 

@@ -218,11 +218,16 @@ def bench_soak(minutes: float, clients: int, fps: float) -> None:
               help="Also read every photo as other cameras would take it (resampled, JPEG, brighter, blurred).")
 def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, profile: Path | None,
                           perturbed: bool) -> None:
-    """Detection and face accuracy, settle latency and speed on the labelled fixtures."""
+    """Detection and face accuracy, settle latency and speed on the labelled fixtures; for the
+    Tally Dice without a profile, also on the differently looking set after teaching."""
+    from calibration.bench import bench_taught_look
     from scanner.cli import FIXTURES, bench_scanner
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
-    bench_scanner(None if split == "all" else split, sets, fixtures or FIXTURES, profile, perturbed=perturbed)
+    chosen = None if split == "all" else split
+    bench_scanner(chosen, sets, fixtures or FIXTURES, profile, perturbed=perturbed)
+    if "tallyup" in sets and profile is None:
+        bench_taught_look(fixtures or FIXTURES, chosen, perturbed=perturbed)
 
 
 @bench.command("calibration")

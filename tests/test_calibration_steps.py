@@ -371,8 +371,33 @@ def test_the_calibration_bench_reads_tally_dice_built_in_and_taught_in_the_chang
     # A fixture library without teach photos: said so, the rest measured.
     lines.clear()
     shares = bench._tally_section(FIXTURES / "no-such-library", LOOKS[1], labels, originals, lines.append)
-    assert lines[2].startswith("  not taught (0 teach photos)") and "tally_taught" not in shares
+    assert lines[2].startswith("  not taught: 0 photos of dice in") and "tally_taught" not in shares
     assert "per table as the wizard does it" in lines[3] and "tally_table_calibrated" in shares
+
+
+def test_the_scanner_bench_reads_the_differently_looking_set_taught_from_twenty_of_its_photos(tmp_path):
+    """Issue 5's second target, printed by `dicetray bench scanner --dice tallyup`: fixtures/alt
+    read with the look taught from the first 20 of its teach photos, in the bench's own lines."""
+    import io
+
+    from calibration.bench import bench_taught_look, teach_first_photos
+
+    out = io.StringIO()
+    summary = bench_taught_look(FIXTURES, "test", out)
+    text = out.getvalue()
+    assert text.startswith("[tallyup, alt/ look taught from 20 of its teach photos] split=test photos=")
+    for key in ("identity_accuracy", "face_accuracy", "wrong_confident_rate"):
+        assert f"\n  {key:22s} {summary[key] * 100:8.3f} %\n" in text
+    assert summary["labelled_dice"] >= 40 and summary["identity_accuracy"] >= 0.95
+    # The same look as teaching those photos gives (at most 20: issue 5).
+    result, used = teach_first_photos(FIXTURES / "alt" / "tallyup-teach")
+    assert used == 20 and result.photos_used <= 20
+    # A fixture library without that set says so and measures nothing.
+    out = io.StringIO()
+    assert bench_taught_look(tmp_path, "test", out) is None
+    assert out.getvalue() == f"[tallyup, taught] no differently looking set in {tmp_path / 'alt'}\n"
+    with pytest.raises(ValueError, match="0 photos of dice in"):
+        teach_first_photos(tmp_path / "alt" / "tallyup-teach")
 
 
 def test_a_dim_lamp_is_brightened_back_for_tally_dice_too():

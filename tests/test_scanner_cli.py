@@ -137,6 +137,23 @@ def test_bench_scores_the_faces_glare_left_readable_on_their_own(tmp_path):
             " face at least 75% blown out") in out.getvalue()
 
 
+def test_the_tally_bench_goes_on_to_the_differently_looking_set_unless_a_profile_is_given(tmp_path):
+    empty = tmp_path / "fixtures"
+    empty.mkdir()
+    tally = CliRunner().invoke(main, ["bench", "scanner", "--dice", "tallyup", "--fixtures", str(empty)])
+    assert tally.exit_code == 0, tally.output
+    assert "[tallyup] no labelled photos" in tally.output and "[tallyup, taught] no differently looking set" in tally.output
+    toss = CliRunner().invoke(main, ["bench", "scanner", "--dice", "tossup", "--fixtures", str(empty)])
+    assert toss.exit_code == 0 and "taught" not in toss.output
+    profile = tmp_path / "profile.json"
+    from calibration.profile import Profile, save_profile
+
+    save_profile(Profile(name="table"), profile)
+    given = CliRunner().invoke(main, ["bench", "scanner", "--dice", "tallyup", "--fixtures", str(empty),
+                                      "--profile", str(profile)])
+    assert given.exit_code == 0 and "taught" not in given.output
+
+
 def test_bench_times_the_photos_of_the_whole_set_on_their_own(tmp_path):
     """The speed targets are for frames of all seven Tally dice (all ten Toss Up dice): the bench
     gives their median beside that of every photo."""

@@ -23,7 +23,7 @@ import cv2
 import numpy as np
 import pytest
 
-from calibration.teach import learn_tally_model
+from calibration.bench import teach_first_photos
 from scanner.cli import bench_videos
 from scanner.evaluate import Scorecard, score_perturbed
 from scanner.face_net import FaceNet
@@ -232,10 +232,8 @@ def test_twenty_photos_teach_a_differently_looking_set():
     """fixtures/alt: another Tally look (other shades, ink, font and star) in scenes of its own.
     Taught from at most 20 of its teach photos, the reader reads its other tables; the built-in
     look, which never saw it, does worse."""
-    teach = [label for label in photo_labels(ALT / "tallyup-teach") if label.dice][:TEACH_PHOTOS]
-    assert len(teach) == TEACH_PHOTOS, "the alt teach set is not rendered"
-    result = learn_tally_model([(photo.image.name, cv2.imread(str(photo.image), cv2.IMREAD_COLOR), photo.dice, photo.scene)
-                                for photo in teach])
+    result, used = teach_first_photos(ALT / "tallyup-teach", count=TEACH_PHOTOS)
+    assert used == TEACH_PHOTOS, "the alt teach set is not rendered"
     taught, built_in = Scanner("tallyup", tally=result.model), Scanner("tallyup")
     taught_card, built_in_card = Scorecard(), Scorecard()
     for label in photo_labels(ALT / "tallyup"):
