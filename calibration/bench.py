@@ -148,9 +148,9 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
 
 def teach_first_photos(folder: Path, change: Callable[[np.ndarray], np.ndarray] = lambda image: image,
                        count: int | None = None) -> tuple[TeachResult, int]:
-    """(what `calibrate teach` learns from the first `count` (TALLY_TEACH_PHOTOS) labelled
-    photos of dice in `folder`, each changed by `change`; how many it was given). ValueError
-    where it cannot."""
+    """(what `calibrate teach` learns from the first `count` (by default TALLY_TEACH_PHOTOS)
+    labelled photos of dice in `folder`, each changed by `change`; how many it was given).
+    ValueError where it cannot."""
     teach = [label for label in photo_labels(folder) if label.dice][:count or TALLY_TEACH_PHOTOS]
     photos = [(label.image.name, change(cv2.imread(str(label.image), cv2.IMREAD_COLOR)), label.dice, label.scene)
               for label in teach]
