@@ -2072,8 +2072,12 @@ class TallyReader:
         read at params.code_turns; unsure without a net or codes for `die`."""
         if die not in self._codes:
             return UNSURE
-        codes = self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns])
-        return self._nearest_to_mean(die, codes)[0][0]
+        return self._net_faces(ink, die)[0][0]
+
+    def _net_faces(self, ink: np.ndarray, die: str) -> list[tuple[str, float]]:
+        """_nearest_to_mean of the face net's codes of `ink` read at params.code_turns (`die`
+        must have codes)."""
+        return self._nearest_to_mean(die, self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns]))
 
     def _nearest_to_mean(self, die: str, codes: np.ndarray) -> list[tuple[str, float]]:
         """The faces of `die` (and NO_FACE) by how near their taught codes lie to the mean of
@@ -2110,7 +2114,7 @@ class TallyReader:
         twin = self._twins.get(die, {}).get(face)
         if twin is None:
             return False
-        similar = dict(self._nearest_to_mean(die, self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns])))
+        similar = dict(self._net_faces(ink, die))
         return similar[twin[0]] > similar[face]
 
     def _clipped_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
@@ -2518,13 +2522,10 @@ class TallyReader:
 
         The claim needs four signs that agree: the die's body colour, the finder's guess here
         and not at the clipped blob, and a print that reads as a face of that die."""
-        claim = self._named_by_colour(colours, ())
-        if claim == UNSURE or self._neutral(claim):
+        claimed = self._claim(die, colours, result)
+        if claimed is None or self._neutral(claimed[0]):
             return None
-        guess, chance = self._finder_guess(die, ())
-        holder = next((index for index, d in enumerate(result) if d.die == claim), None)
-        if guess != claim or chance < self.finder_rules.min_identity or holder is None:
-            return None
+        claim, _, holder = claimed
         clipped = result[holder]
         there = _found_at(found, clipped.blob)
         there_guess = UNSURE if there is None else self._finder_guess(there, ())[0]
@@ -2551,6 +2552,18 @@ class TallyReader:
                   clipped.blob.center, other)
         return claim, self.params.colour_print_identity_confidence, read
 
+    def _claim(self, die: FoundDie, colours: Sequence[Mapping[str, float]], result: Sequence[DieRead]
+               ) -> tuple[str, float, int] | None:
+        """(the die a die the finder found is, by its body colour and the finder agreeing,
+        the finder's probability, the index in `result` of the die that holds that name); None
+        where they do not agree or no die holds it."""
+        claim = self._named_by_colour(colours, ())
+        guess, chance = self._finder_guess(die, ())
+        holder = next((index for index, d in enumerate(result) if d.die == claim), None)
+        if claim == UNSURE or guess != claim or chance < self.finder_rules.min_identity or holder is None:
+            return None
+        return claim, chance, holder
+
     def _claimed_from_unread(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, blob: Blob,
                              colours: Sequence[Mapping[str, float]], result: list[DieRead], typical: float | None
                              ) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
@@ -2560,13 +2573,10 @@ class TallyReader:
         die's faces, where the holder's did not (a shaded patch of white wall taken for the
         white Up Die). The holder keeps its place, unnamed. Else None; `result` changes only
         when the die is claimed."""
-        claim = self._named_by_colour(colours, ())
-        guess, chance = self._finder_guess(die, ())
-        if claim == UNSURE or guess != claim or chance < self.finder_rules.min_identity:
+        claimed = self._claim(die, colours, result)
+        if claimed is None or result[claimed[2]].face not in (None, UNSURE):
             return None
-        holder = next((index for index, d in enumerate(result) if d.die == claim), None)
-        if holder is None or result[holder].face not in (None, UNSURE):
-            return None
+        claim, chance, holder = claimed
         read = self._read_or_place(image, gains, blob, claim, typical)
         if read[0] == UNSURE:
             return None
