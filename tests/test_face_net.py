@@ -314,6 +314,19 @@ def test_the_net_decides_only_where_the_templates_are_unsure(model_a):
         assert die.face == expected, face
 
 
+@pytest.mark.parametrize("check_below, expected", [(2.0, UNSURE), (0.0, "50")])
+def test_a_template_read_below_the_check_bar_is_refused_where_the_net_sees_no_face(check_below, expected, model_a):
+    """The templates read this 50 clearly; a net that sees no face in it refuses the read
+    only where the templates' best correlation lies below net_check_below (a 50 checked by a
+    net that reads a 100 is kept: only no face, or the twin of the face read, refuses it)."""
+    image, _ = draw_scene([("red", "50", 400.0, 300.0, 52.0, 0.2)], seed=2)
+    params = replace(TallyParams(), net_check_below=check_below)
+    (die,) = TallyReader(model_a, params, face_net=TurnedNet(model_a, NO_FACE)).read(image)
+    assert die.face == expected
+    (die,) = TallyReader(model_a, params, face_net=TurnedNet(model_a, "100")).read(image)
+    assert die.face == "50"
+
+
 def test_the_net_s_reading_is_not_put_to_the_templates_pair_vote(model_a):
     """The net reads where the templates cannot tell; their runner-up, a face of nearly the
     same print, is then no evidence against it (an Up Die's x2 read by the net, +2 next)."""

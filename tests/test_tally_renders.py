@@ -189,13 +189,24 @@ def test_a_plus_100_whose_plus_the_glare_left_a_dot_is_not_read_minus_100(nets):
 
 def test_a_plus_100_the_templates_read_minus_100_is_not_read_so_when_the_face_net_reads_its_twin(nets):
     """tallyup-teach/teach-s02-r02: the templates read the Up Die's +100 as -100, at 0.54,
-    while the face net finds the print nearer +100, the twin (TallyReader._twin_against): the
+    while the face net finds the print nearer +100, the twin (TallyReader._net_against): the
     readers disagree, and the flattened cut is then read +100. Without twins (so without
     the check) the templates' -100 stands: 200 points the wrong way."""
     image, truth = one_die(FIXTURES.parent / "tallyup-teach", "teach-s02-r02.jpg", "up")
     assert truth.face == "+100"
     assert read_there(image, truth, nets) == [("up", "+100")]
     assert read_there(image, truth, nets, replace(TallyParams(), twin_cosine=2.0)) == [("up", "-100")]
+
+
+def test_a_weak_template_read_the_face_net_finds_nearest_no_face_is_not_taken(nets):
+    """lean/tallyup lean-tallyup-s07-r02: a green 40 whose square the templates read as a star,
+    at a best correlation of 0.77 (below TallyParams.net_check_below). The face net finds that
+    print nearer no face than any face (TallyReader._net_against): the star is not taken, and
+    the die is then read right. Without the check it was a confident star: 40 points lost."""
+    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s07-r02.jpg", "green")
+    assert truth.face == "40"
+    assert read_there(image, truth, nets) == [("green", "40")]
+    assert read_there(image, truth, nets, replace(TallyParams(), net_check_below=0.0)) == [("green", "star")]
 
 
 @pytest.mark.parametrize("photo, die, face, unlocated", [("tallyup-s13-r06.jpg", "up", "x2", "x2"),
