@@ -807,6 +807,29 @@ def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_named_by_c
     assert [(d.die, d.face, d.cocked) for d in dice] == [("green", "30", False) if print_reads else (UNSURE, UNSURE, False)]
 
 
+@pytest.mark.parametrize("toward_up, expected", [(0.6, ("green", "30")), (0.7, (UNSURE, UNSURE))])
+def test_a_die_whose_colour_lies_nearer_another_is_named_by_the_finder_and_a_print_only_it_has(
+        toward_up, expected, model_a, monkeypatch):
+    """A green die paled toward the Up Die's white: its colour lies nearer the Up Die, the
+    finder (not sure: 0.8) takes it for green, and its 30 is no Up Die face, so finder and
+    print name it (TallyReader._named_by_print). Paled further, its colour lies beyond
+    identity_max_distance of green's, and nothing names it; nor, without that rule, at all."""
+    from scanner.tally import TallyParams, TallyReader
+
+    pale = np.uint8(toward_up * np.float32(LOOK_A.bodies["up"]) + (1 - toward_up) * np.float32(LOOK_A.bodies["green"]))
+    look = replace(LOOK_A, bodies={**LOOK_A.bodies, "green": tuple(pale.tolist())})
+    image, _ = draw_scene([("green", "30", 400.0, 300.0, 52.0, 0.3)], look, seed=4)
+    params = replace(TallyParams(), min_print_score=2.0)  # left to the finder
+    reader = TallyReader(model_a, params, finder=StubFinder([_found("green", 402.0, 299.0, 52.0, 0.3, sure=0.8)]))
+    (die,) = reader.read_dice(image)
+    assert (die.die, die.face) == expected
+    if expected[0] != UNSURE:
+        assert die.die_confidence == params.colour_print_identity_confidence
+        monkeypatch.setattr(reader, "_named_by_print", lambda *args: None)
+        (die,) = reader.read_dice(image)
+        assert (die.die, die.face) == (UNSURE, UNSURE)
+
+
 def _in_shadow(image: np.ndarray, cx: float, cy: float, side: float, factor: float) -> np.ndarray:
     """The picture with a wall's shadow (`factor` of the light) over a die and the tray round it."""
     shaded = image.astype(np.float32)
