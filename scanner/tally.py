@@ -2496,10 +2496,14 @@ class TallyReader:
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
             if with_faces and name == UNSURE:
                 # The finder knows our renders' dice only (a black Up Die is none of them to it):
-                # the user's own body colour and print, agreeing, name the die without it.
+                # the user's own body colour and print, agreeing, name the die without it. Where
+                # the finder takes it for another die, the print must not be one of that die's
+                # faces too, and must beat them by the usual margins.
                 by_colour = self._named_by_colour(colours, held)
                 if by_colour != UNSURE:
-                    read = self._read_or_place(image, gains, blob, by_colour, typical)
+                    guess, guess_chance = self._finder_guess(die, held)
+                    rivals = [guess] if guess not in (UNSURE, by_colour) and guess_chance >= rules.min_identity else []
+                    read = self._read_or_place(image, gains, blob, by_colour, typical, rivals=rivals)
                     if read[0] != UNSURE:
                         name, chance = by_colour, self.params.colour_print_identity_confidence
                         face, face_confidence, scores = read
