@@ -234,6 +234,20 @@ def test_a_located_face_mostly_in_shade_is_read_with_the_shade_divided_out_only(
     assert read_there(image, truth, nets, replace(TallyParams(), located_shade=math.inf)) == [("yellow", "70")]
 
 
+def test_yellow_dice_under_a_warm_lamp_at_half_the_light_are_read_yellow():
+    """tallyup-s17-r01 (dev) in the calibration bench's warm light (calibration.bench.LOOKS),
+    uncalibrated: the render's lamp was warm already, and the white patch's green comes to
+    0.69 of its red. Trusted as the lamp's colour (scanner.tally.LAMP_GREEN_PER_RED) it is
+    balanced out, and the yellow star reads yellow; untrusted, the tint stays and it read as
+    the orange die's star."""
+    from calibration.bench import LOOKS
+
+    image, truth = one_die(FIXTURES, "tallyup-s17-r01.jpg", "yellow")
+    warm = LOOKS[1].apply(image)
+    assert [(r.die, r.face) for r in Scanner("tallyup").read(warm)
+            if math.dist(r.center, truth.center) < 0.5 * truth.size] == [("yellow", "star")]
+
+
 ALT = FIXTURES.parent / "alt"
 #: Issue 5: teaching may use at most this many labelled photos of the user's own dice.
 TEACH_PHOTOS = 20

@@ -677,6 +677,24 @@ def test_clipping_turns_an_orange_die_yellow_but_no_green_one(model_a):
     assert clipped_distances(blown_yellow, model_a, params)["green"] > min(plain.values()) + params.rival_clip_margin
 
 
+@pytest.mark.parametrize("white, balanced", [
+    ((210, 240, 255), True),  # a warm lamp a camera's white balance left over
+    ((80, 119, 172), True),  # a warmer one at half the light: green 0.69 of red
+    ((40, 200, 255), False),  # no white in view: yellow print is the brightest (blue 0.16 of red)
+    ((60, 150, 255), False),  # ...or an orange die
+])
+def test_the_white_patch_balances_a_lamp_s_colour_and_only_a_lamp_s(white, balanced):
+    from scanner.tally import WHITE_LEVEL, balance_gains
+
+    image = np.full((200, 300, 3), 30, np.uint8)
+    image[80:120, 120:180] = white  # the brightest patch: 1/25 of the frame
+    gains = balance_gains(image)
+    if balanced:
+        assert gains * np.float32(white) == pytest.approx([WHITE_LEVEL] * 3, rel=1e-3)
+    else:  # only its level: one gain for every channel
+        assert gains[0] == gains[1] == gains[2] == pytest.approx(WHITE_LEVEL / max(white))
+
+
 class StubFinder:
     """Stands in for the die finder net: answers the dice it was given."""
 
