@@ -2499,6 +2499,8 @@ class TallyReader:
                 name, chance = self._named_by_rim(die, rim_shares(image, gains, quad, self.compiled), held)
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
+            guess, guess_chance = self._finder_guess(die, held)
+            likely = guess if guess_chance >= rules.min_identity else UNSURE  # the finder's word, if it has one
             if with_faces and name == UNSURE:
                 # The finder knows our renders' dice only (a black Up Die is none of them to it):
                 # the user's own body colour and print, agreeing, name the die without it. Where
@@ -2506,15 +2508,14 @@ class TallyReader:
                 # faces too, and must beat them by the usual margins.
                 by_colour = self._named_by_colour(colours, held)
                 if by_colour != UNSURE:
-                    guess, guess_chance = self._finder_guess(die, held)
-                    rivals = [guess] if guess not in (UNSURE, by_colour) and guess_chance >= rules.min_identity else []
+                    rivals = [likely] if likely not in (UNSURE, by_colour) else []
                     read = self._read_or_place(image, gains, blob, by_colour, typical, rivals=rivals)
                     if read[0] != UNSURE:
                         name, chance = by_colour, self.params.colour_print_identity_confidence
                         face, face_confidence, scores = read
                         confidence = min(chance, face_confidence)
-            if with_faces and name == UNSURE:
-                named = self._named_by_print(image, gains, die, blob, colours, held, typical)
+            if with_faces and name == UNSURE and likely != UNSURE:
+                named = self._named_by_print(image, gains, blob, likely, colours, typical)
                 if named is not None:
                     name, chance, (face, face_confidence, scores) = named
                     confidence = min(chance, face_confidence)
@@ -2708,29 +2709,27 @@ class TallyReader:
                 return by_colour
         return UNSURE
 
-    def _named_by_print(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, blob: Blob,
-                        colours: Sequence[Mapping[str, float]], held: Collection[str], typical: float | None
+    def _named_by_print(self, image: np.ndarray, gains: np.ndarray, blob: Blob, guess: str,
+                        colours: Sequence[Mapping[str, float]], typical: float | None
                         ) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
         """(die, confidence, (face, face confidence, scores)) of a die the finder found whose
         body colour lies nearer another die's (on the dev split through a stronger JPEG: an
-        orange 60 nearer the yellow die, a purple (20)'s pale top nearer the Up Die): the
-        finder's guess (not held, at least min_identity), when its colour is still within
-        identity_max_distance and the print reads as one of its faces, winning by the usual
-        margins over every face of the dice its colour cannot tell it from (nearer, or not
-        farther by identity_margin), and not one of theirs (a 60 is the orange die's; a 70,
-        on orange and yellow, cannot tell). Else None.
+        orange 60 nearer the yellow die, a purple (20)'s pale top nearer the Up Die): `guess`,
+        the finder's (a die no other one of the frame is, at least min_identity likely), when
+        its colour is still within identity_max_distance and the print reads as one of its
+        faces, winning by the usual margins over every face of the dice its colour cannot tell
+        it from (nearer, or not farther by identity_margin), and not one of theirs (a 60 is
+        the orange die's; a 70, on orange and yellow, cannot tell). Else None.
 
         The finder knows our renders' dice and the body colour the user's, so neither names a
         die alone where they disagree; a print only the finder's die has breaks the tie. On
         the dev split as other cameras would take it 2 dice more read right; the same on dev,
         teach, lean and the alt look; under the calibration bench's lamps (uncalibrated) the
         dev split and lean set +0.4 to +0.8 points of identity; none wrong more on any.
-        (Letting the print beat only the
-        dice strictly nearer in colour read 4 more there and one on the alt look, but also
-        took a finder not sure of it at its word between two dice as near in colour, where a
-        print both have cannot tell.)"""
-        guess, chance = self._finder_guess(die, held)
-        if guess == UNSURE or chance < self.finder_rules.min_identity or not colours:
+        (Letting the print beat only the dice strictly nearer in colour read 4 more there and
+        one on the alt look, but also took a finder not sure of it at its word between two
+        dice as near in colour, where a print both have cannot tell.)"""
+        if not colours:
             return None
         nearest = min(colours, key=lambda distances: distances[guess])
         if nearest[guess] > self.params.identity_max_distance:
