@@ -3,7 +3,7 @@
 The fixture library is rendered by another process and may be incomplete or absent; then
 these tests skip. The bars sit a little below the level measured on the whole test split with
 the built-in look, the die finder, the face net and the top-face locator (70 photos, 308 dice:
-recall 98.4 %, precision 98.4 %, identity 98.6 %, faces 97.3 % of the dice found, 96.3 % of all
+recall 98.7 %, precision 98.7 %, identity 98.6 %, faces 97.3 % of the dice found, 96.3 % of all
 flat dice read right, no confident mistake). The dice only the finder finds are mostly in deep
 shadow, white on white or blown out: often not named or not read, so they lower the shares of
 found dice while more dice are read right in all. The targets are identity >= 99.8 %,
@@ -267,19 +267,17 @@ def test_twenty_photos_teach_a_differently_looking_set():
         built_in_card.add(label.image.name, label.dice, built_in.read(image))
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
-    # Measured (18 photos of dice and 2 of an empty tray, 93 dice), with the die finder and the face net: taught recall 96.8 %,
-    # precision 98.9 %, identity 96.6 %, faces 94.3 % of the dice found and 91.1 % of all flat
-    # dice read right, no confident mistake (the built-in look: identity 84.1 %, 64.4 % of all
-    # read right, one confident mistake). Faces were 95.4 % until a star read on a convex blob
-    # became unsure (TallyParams.max_star_solidity): one red die's face there is blown out by
-    # glare, and its "star" was the guess a blob gets, right by luck. The finder finds the black Up Die against a black rim
-    # or dark felt and the dice on the white board under a warm lamp, but their prints and
-    # colours are far darker and paler than any teaching table showed, so some stay unnamed or
-    # unread. The targets (issue 5) are above these bars.
+    # Measured (18 photos of dice and 2 of an empty tray, 93 dice), with the die finder and the
+    # face net: taught recall 97.8 %, precision 98.9 %, identity 96.6 %, faces 95.5 % of the
+    # dice found and 93.3 % of all flat dice read right, no confident mistake (the built-in
+    # look: identity 86.4 %, 75.6 % of all read right). The finder finds the black Up Die
+    # against a black rim or dark felt and the dice on the white board under a warm lamp, but
+    # their prints and colours are far darker and paler than any teaching table showed, so
+    # some stay unnamed or unread. The targets (issue 5) are above these bars.
     assert summary["identity_accuracy"] >= 0.95 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.94, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.91 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["face_accuracy"] >= 0.95, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.92 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures
 
 
