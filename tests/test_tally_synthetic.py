@@ -830,8 +830,8 @@ def test_a_die_whose_colour_lies_nearer_another_is_named_by_the_finder_and_a_pri
         toward_up, expected, model_a, monkeypatch):
     """A green die paled toward the Up Die's white: its colour lies nearer the Up Die, the
     finder (not sure: 0.8) takes it for green, and its 30 is no Up Die face, so finder and
-    print name it (TallyReader._named_by_print). Paled further, its colour lies beyond
-    identity_max_distance of green's, and nothing names it; nor, without that rule, at all."""
+    print name it (TallyReader._named_by_print); without that rule nothing names it. Paled
+    further, its colour lies beyond identity_max_distance of green's, and nothing names it."""
     from scanner.tally import TallyParams, TallyReader
 
     pale = np.uint8(toward_up * np.float32(LOOK_A.bodies["up"]) + (1 - toward_up) * np.float32(LOOK_A.bodies["green"]))
