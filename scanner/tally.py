@@ -2722,13 +2722,16 @@ class TallyReader:
         the orange die's; a 70, on orange and yellow, cannot tell). Else None.
 
         The finder knows our renders' dice and the body colour the user's, so neither names a
-        die alone where they disagree; a print only the finder's die has breaks the tie. On
-        the dev split as other cameras would take it 2 dice more read right; the same on dev,
-        teach, lean and the alt look; under the calibration bench's lamps (uncalibrated) the
-        dev split and lean set +0.4 to +0.8 points of identity; none wrong more on any.
-        (Letting the print beat only the dice strictly nearer in colour read 4 more there and
-        one on the alt look, but also took a finder not sure of it at its word between two
-        dice as near in colour, where a print both have cannot tell.)"""
+        die alone where they disagree; a print only the finder's die has breaks the tie. The
+        print is read where the square was found, placed, and where the top-face locator sees
+        the top face (the alt look's blue star: the finder's square lay 9 pixels, a fifth of
+        a side, off it).
+        On the dev split as other cameras would take it 3 dice more read right, on the alt
+        look (taught from 20 photos) 1, the same on dev, teach and lean; under the calibration
+        bench's lamps (uncalibrated) the dev split and lean set +0.4 to +0.8 points of
+        identity; none wrong more on any. (Letting the print beat only the dice strictly
+        nearer in colour read more, but also took a finder not sure of it at its word between
+        two dice as near in colour, where a print both have cannot tell.)"""
         if not colours:
             return None
         nearest = min(colours, key=lambda distances: distances[guess])
@@ -2737,7 +2740,7 @@ class TallyReader:
         # The dice its colour cannot tell it from: nearer, or not clearly farther.
         rivals = [other for other, distance in nearest.items()
                   if other != guess and distance <= nearest[guess] + self.params.identity_margin]
-        read = self._read_or_place(image, gains, blob, guess, typical, rivals=rivals)
+        read = self._read_or_place(image, gains, blob, guess, typical, rivals=rivals, locate=True)
         if read[0] == UNSURE:
             return None
         return guess, self.params.colour_print_identity_confidence, read
