@@ -2499,8 +2499,7 @@ class TallyReader:
                 name, chance = self._named_by_rim(die, rim_shares(image, gains, quad, self.compiled), held)
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
-            guess, guess_chance = self._finder_guess(die, held)
-            likely = guess if guess_chance >= rules.min_identity else UNSURE  # the finder's word, if it has one
+            likely, _ = self._finder_likely(die, held)  # the finder's word, if it has one
             if with_faces and name == UNSURE:
                 # The finder knows our renders' dice only (a black Up Die is none of them to it):
                 # the user's own body colour and print, agreeing, name the die without it. Where
@@ -2591,9 +2590,9 @@ class TallyReader:
         the finder's probability, the index in `result` of the die that holds that name); None
         where they do not agree or no die holds it."""
         claim = self._named_by_colour(colours, ())
-        guess, chance = self._finder_guess(die, ())
+        guess, chance = self._finder_likely(die, ())
         holder = next((index for index, d in enumerate(result) if d.die == claim), None)
-        if claim == UNSURE or guess != claim or chance < self.finder_rules.min_identity or holder is None:
+        if claim == UNSURE or guess != claim or holder is None:
             return None
         return claim, chance, holder
 
@@ -2775,14 +2774,19 @@ class TallyReader:
             return UNSURE, 0.0
         return guess, chances[guess]
 
+    def _finder_likely(self, die: FoundDie, held: Collection[str]) -> tuple[str, float]:
+        """_finder_guess where the finder gives it at least min_identity; else unsure."""
+        guess, chance = self._finder_guess(die, held)
+        return (guess, chance) if guess != UNSURE and chance >= self.finder_rules.min_identity else (UNSURE, 0.0)
+
     def _named_by_rim(self, die: FoundDie, shares: Mapping[str, tuple[float, float]],
                       held: Collection[str]) -> tuple[str, float]:
         """(die, confidence) of a die the finder found whose top face the camera blew out
         (glare leaves it white, whatever its colour): the finder's likeliest identity, when
         no other die of the frame is it and the die's own edge shows that die's body colour,
         more than the tray around it does (`shares`: see rim_shares); else unsure."""
-        guess, chance = self._finder_guess(die, held)
-        if guess == UNSURE or chance < self.finder_rules.min_identity:
+        guess, _ = self._finder_likely(die, held)
+        if guess == UNSURE:
             return UNSURE, 0.0
         edge, tray = shares[guess]
         if edge < self.params.rim_share + self.params.rim_over_tray * tray:
