@@ -283,6 +283,20 @@ class TallyParams:
     twin_ratio: float = 0.5
     twin_split: float = 0.6
     twin_confidence: float = 0.55
+    #: Two readers that lean the same way: where the mean code misses code_ratio but lies
+    #: nearest the face the templates rank first, at most agree_code_ratio times as far from
+    #: it as from the next face, and the templates' first face is nearer than their second
+    #: (distance_ratio at most agree_template_ratio), that face is read at agree_confidence.
+    #: Not a star: a square that misses the print (a blurred green 40 under a bluish lamp)
+    #: looks most like a star to both. Chosen on the dev split, teach, lean and alt sets, the
+    #: dev split as other cameras would take it and dev and lean under the calibration
+    #: bench's lamps: read right dev +2, lean +1, alt +1 (a +100), other cameras +6; no
+    #: confident mistake more on any. From 0.48 to 0.6 the gains grow and nothing goes wrong;
+    #: at 0.64 a dev yellow 20 read right becomes a 70. Without agree_template_ratio a leaning
+    #: green 30 whose templates nearly tie 30 and 40 is read 40.
+    agree_code_ratio: float = 0.56
+    agree_template_ratio: float = 0.95
+    agree_confidence: float = 0.55
     #: The quarter turns each cut is read at (0 first). All four read the dev split, lean set
     #: and alt look alike, at twice the net's cost (11 cuts, 5 ms, against 5).
     code_turns: tuple[int, ...] = (0, 2)
@@ -1117,11 +1131,12 @@ def find_blobs(image: np.ndarray, compiled: _Compiled, model: TallyModel, params
 
 def _narrowed(params: TallyParams, factor: float) -> TallyParams:
     """`params` with the margins a face must win by (max_ratio, close_ratio, code_ratio,
-    twin_ratio) times `factor`."""
+    twin_ratio, agree_code_ratio) times `factor`."""
     if factor == 1.0:
         return params
     return replace(params, max_ratio=params.max_ratio * factor, close_ratio=params.close_ratio * factor,
-                   code_ratio=params.code_ratio * factor, twin_ratio=params.twin_ratio * factor)
+                   code_ratio=params.code_ratio * factor, twin_ratio=params.twin_ratio * factor,
+                   agree_code_ratio=params.agree_code_ratio * factor)
 
 
 def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
@@ -2155,14 +2170,17 @@ class TallyReader:
             return UNSURE, 0.0
         return face, round(min(confidence, 0.6), 4)
 
-    def _code_decision(self, inks: Sequence[np.ndarray], die: str, params: TallyParams) -> tuple[str, float]:
+    def _code_decision(self, inks: Sequence[np.ndarray], die: str, params: TallyParams,
+                       templates: Mapping[str, float] | None = None) -> tuple[str, float]:
         """(face, confidence) by the face net of a print cut at a few scales (the likeliest
         first), each also turned (params.code_turns): the mean of their codes must lie
         clearly nearest one face. A print read right has about the same code however it is
         cut and turned, so the mean keeps it; a square that misses the print reads
         differently as it grows (more of a neighbour, less of the print), and the mean of
         such codes lies near no face. Of two twin faces (see TallyParams.twin_cosine) the
-        nearer is read when both lie clearly nearest and it is clearly the nearer one."""
+        nearer is read when both lie clearly nearest and it is clearly the nearer one.
+        `templates`: the templates' scores per face, where they could not decide: a face both
+        rank first is read by a narrower win (see TallyParams.agree_code_ratio)."""
         faces, taught = self._codes[die]
         twins = self._twins.get(die, {})
         first = self.face_net.codes(inks[:1])
@@ -2183,6 +2201,11 @@ class TallyReader:
         if (other == twin and rest and distance_ratio(best, rest[0][1]) <= params.twin_ratio
                 and best - second >= params.twin_split * (1.0 - alike)):
             return face, params.twin_confidence
+        if (templates and face != STAR and ratio <= params.agree_code_ratio
+                and face == max(templates, key=templates.__getitem__)):
+            ranked = sorted(templates.values(), reverse=True)
+            if len(ranked) > 1 and distance_ratio(ranked[0], ranked[1]) <= params.agree_template_ratio:
+                return face, params.agree_confidence
         return UNSURE, 0.0
 
     def _read_face(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
@@ -2235,7 +2258,7 @@ class TallyReader:
         by_templates = face != UNSURE
         if face == UNSURE and die in self._codes:
             # The templates cannot tell: the net reads the print.
-            face, confidence = self._code_decision([inks[chosen], *inks[:chosen], *inks[chosen + 1:]], die, params)
+            face, confidence = self._code_decision([inks[chosen], *inks[:chosen], *inks[chosen + 1:]], die, params, scores)
         if face != UNSURE and face in self.compiled.circled.get(die, {}):
             if ring_seen(ink, self.compiled.circled[die][face]) < params.min_ring:
                 return UNSURE, 0.0, scores

@@ -293,6 +293,46 @@ def test_of_two_twin_faces_the_clearly_nearer_is_read(to_plus, to_minus, expecte
     assert apart._code_decision([ink] * 3, "up", params) == (UNSURE, 0.0)
 
 
+def _code_at(reader: TallyReader, die: str, nearest: str, second: str, to_nearest: float, to_second: float
+             ) -> np.ndarray:
+    """A code at the given cosines to the taught codes of `nearest` and `second`, the rest of
+    it square to every taught code of `die`."""
+    faces, taught = reader._codes[die]
+    x, y = taught[faces.index(nearest)], taught[faces.index(second)]
+    across = unit_rows((y - (y @ x) * x)[None])[0]
+    along = (to_second - to_nearest * float(y @ x)) / float(np.sqrt(1 - (y @ x) ** 2))
+    rest = np.random.default_rng(5).normal(size=x.shape).astype(np.float32)
+    basis, _ = np.linalg.qr(taught.T)
+    rest -= basis @ (basis.T @ rest)
+    return to_nearest * x + along * across + np.sqrt(1 - to_nearest ** 2 - along ** 2) * unit_rows(rest[None])[0]
+
+
+@pytest.mark.parametrize("nearest, second, templates, expected", [
+    ("100", "50", None, UNSURE),  # the net alone: no clear win
+    ("100", "50", {"100": 0.8, "50": 0.7, "(50)": 0.4, "star": 0.3}, "100"),  # the templates lean the same way
+    ("100", "50", {"50": 0.8, "100": 0.7, "(50)": 0.4, "star": 0.3}, UNSURE),  # ...the other way
+    ("100", "50", {"100": 0.8, "50": 0.795, "(50)": 0.4, "star": 0.3}, UNSURE),  # ...hardly at all
+    ("star", "(50)", {"star": 0.8, "(50)": 0.7, "50": 0.4, "100": 0.3}, UNSURE),  # a star never so
+])
+def test_a_face_the_net_nearly_reads_is_read_where_the_templates_rank_it_first(nearest, second, templates, expected,
+                                                                                model_a):
+    probe = TallyReader(model_a, face_net=FixedCodeNet(model_a.code_net, np.ones(CODE_SIZE)))
+    code = _code_at(probe, "red", nearest, second, 0.9, 0.8)
+    reader = TallyReader(model_a, face_net=FixedCodeNet(model_a.code_net, code))
+    params = TallyParams()
+    faces, taught = reader._codes["red"]
+    cosines = sorted(zip((taught @ code).tolist(), faces), reverse=True)
+    assert [face for _, face in cosines[:2]] == [nearest, second] and nearest not in reader._twins.get("red", {})
+    # Between the two bars: code_ratio alone does not read it, agree_code_ratio would.
+    assert params.code_ratio < distance_ratio(0.9, 0.8) <= params.agree_code_ratio
+    ink = np.zeros((PATCH_SIDE, PATCH_SIDE), np.float32)
+    face, confidence = reader._code_decision([ink] * 3, "red", params, templates)
+    assert (face, confidence) == ((expected, params.agree_confidence) if expected != UNSURE else (UNSURE, 0.0))
+    # The bar narrows with the others (a die also told by its print, a placed square).
+    if expected != UNSURE:
+        assert reader._code_decision([ink] * 3, "red", reader._narrowed_params(0.8), templates) == (UNSURE, 0.0)
+
+
 def test_a_print_the_first_cut_leaves_far_from_any_face_is_not_cut_again(model_a):
     net = CyclingNet(model_a, [NO_FACE])
     reader = TallyReader(model_a, face_net=net)

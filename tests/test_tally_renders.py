@@ -209,6 +209,19 @@ def test_a_weak_template_read_the_face_net_finds_nearest_no_face_is_not_taken(ne
     assert read_there(image, truth, nets, replace(TallyParams(), net_check_below=0.0)) == [("green", "star")]
 
 
+@pytest.mark.parametrize("folder, photo, die", [(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s07-r02.jpg", "yellow"),
+                                                 (FIXTURES, "tallyup-s18-r02.jpg", "purple")])
+def test_a_twenty_both_readers_lean_to_is_read(folder, photo, die, nets):
+    """A yellow 20 with part of its top blown by glare (lean set) and a purple 20 small in a dark corner
+    (dev split): the templates rank 20 first but not by their margins, and the face net's mean
+    code lies nearest 20, though not by code_ratio. The two agree (TallyParams.agree_code_ratio):
+    read 20. Either alone left it unsure."""
+    image, truth = one_die(folder, photo, die)
+    assert truth.face == "20"
+    assert read_there(image, truth, nets) == [(die, "20")]
+    assert read_there(image, truth, nets, replace(TallyParams(), agree_code_ratio=0.0)) == [(die, "unsure")]
+
+
 @pytest.mark.parametrize("photo, die, face, unlocated", [("tallyup-s13-r06.jpg", "up", "x2", "x2"),
                                                           ("tallyup-s16-r06.jpg", "orange", "70", "unsure")])
 def test_a_face_left_unsure_on_the_square_found_is_read_where_the_locator_sees_the_top_face(photo, die, face, unlocated,
@@ -268,16 +281,16 @@ def test_twenty_photos_teach_a_differently_looking_set():
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
     # Measured (18 photos of dice and 2 of an empty tray, 93 dice), with the die finder and the
-    # face net: taught recall 97.8 %, precision 98.9 %, identity 97.7 %, faces 96.6 % of the
-    # dice found and 94.4 % of all flat dice read right, no confident mistake (the built-in
-    # look: identity 86.4 %, 75.6 % of all read right). The finder finds the black Up Die
+    # face net: taught recall 97.8 %, precision 98.9 %, identity 97.7 %, faces 97.7 % of the
+    # dice found and 95.6 % of all flat dice read right, no confident mistake (the built-in
+    # look: identity 86.4 %, 77.8 % of all read right). The finder finds the black Up Die
     # against a black rim or dark felt and the dice on the white board under a warm lamp, but
     # their prints and colours are far darker and paler than any teaching table showed, so
     # some stay unnamed or unread. The targets (issue 5) are above these bars.
     assert summary["identity_accuracy"] >= 0.965 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.95, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.93 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["face_accuracy"] >= 0.965, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.945 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures
 
 
