@@ -341,6 +341,18 @@ def test_a_print_the_first_cut_leaves_far_from_any_face_is_not_cut_again(model_a
     assert net.calls == [1]
 
 
+@pytest.mark.parametrize("print_code, rivals, expected", [
+    ("(20)", ["blue", "up"], True),  # a (20) however like (10) its ring makes it for the templates
+    ("(10)", ["blue"], False),  # the print is the rival's own face
+    ("(20)", ["blue", "unknown"], False),  # a rival the net has no codes for
+])
+def test_the_face_net_tells_a_print_from_dice_the_colour_cannot_where_the_templates_cannot(print_code, rivals, expected,
+                                                                                             model_a):
+    reader = TallyReader(model_a, face_net=TurnedNet(model_a, print_code))
+    ink = np.zeros((PATCH_SIDE, PATCH_SIDE), np.float32)
+    assert reader._net_tells_apart(ink, "purple", "(20)", rivals, TallyParams()) is expected
+
+
 def test_the_net_decides_only_where_the_templates_are_unsure(model_a):
     image, _ = draw_scene([("red", "50", 400.0, 300.0, 52.0, 0.2)], seed=2)
     (alone,) = TallyReader(model_a).read(image)

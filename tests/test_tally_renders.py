@@ -222,6 +222,19 @@ def test_a_twenty_both_readers_lean_to_is_read(folder, photo, die, nets):
     assert read_there(image, truth, nets, replace(TallyParams(), agree_code_ratio=0.0)) == [(die, "unsure")]
 
 
+def test_a_print_the_templates_find_as_like_a_rival_dies_face_is_told_by_the_face_net(nets, monkeypatch):
+    """lean/tallyup lean-tallyup-s04-r02: a yellow 20, clipped by the lamp, whose colour lies
+    near the orange die's too. Its print is read as that of the yellow die, which must also win
+    over every face of the orange die. The templates match it to 20 at 0.93 and to orange's 70
+    and 60 at 0.83, short of their margin; the face net's code of it lies clearly nearer 20
+    (TallyReader._net_tells_apart)."""
+    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s04-r02.jpg", "yellow")
+    assert truth.face == "20"
+    assert read_there(image, truth, nets) == [("yellow", "20")]
+    monkeypatch.setattr(TallyReader, "_net_tells_apart", lambda *args: False)
+    assert read_there(image, truth, nets) == [("yellow", "unsure")]
+
+
 @pytest.mark.parametrize("photo, die, face, unlocated", [("tallyup-s13-r06.jpg", "up", "x2", "x2"),
                                                           ("tallyup-s16-r06.jpg", "orange", "70", "unsure")])
 def test_a_face_left_unsure_on_the_square_found_is_read_where_the_locator_sees_the_top_face(photo, die, face, unlocated,
@@ -281,16 +294,16 @@ def test_twenty_photos_teach_a_differently_looking_set():
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
     # Measured (18 photos of dice and 2 of an empty tray, 93 dice), with the die finder and the
-    # face net: taught recall 97.8 %, precision 98.9 %, identity 97.7 %, faces 97.7 % of the
-    # dice found and 95.6 % of all flat dice read right, no confident mistake (the built-in
+    # face net: taught recall 97.8 %, precision 98.9 %, identity 98.9 %, faces 98.9 % of the
+    # dice found and 96.7 % of all flat dice read right, no confident mistake (the built-in
     # look: identity 86.4 %, 77.8 % of all read right). The finder finds the black Up Die
     # against a black rim or dark felt and the dice on the white board under a warm lamp, but
     # their prints and colours are far darker and paler than any teaching table showed, so
     # some stay unnamed or unread. The targets (issue 5) are above these bars.
-    assert summary["identity_accuracy"] >= 0.965 and summary["identity_accuracy"] > before["identity_accuracy"]
+    assert summary["identity_accuracy"] >= 0.975 and summary["identity_accuracy"] > before["identity_accuracy"]
     assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.965, taught_card.confusion_table()
-    assert summary["read_right_of_all"] >= 0.945 and summary["read_right_of_all"] > before["read_right_of_all"]
+    assert summary["face_accuracy"] >= 0.975, taught_card.confusion_table()
+    assert summary["read_right_of_all"] >= 0.955 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures
 
 
