@@ -25,7 +25,7 @@ import pytest
 
 from calibration.bench import teach_first_photos
 from scanner.cli import bench_videos
-from scanner.evaluate import Scorecard, score_perturbed
+from scanner.evaluate import PERTURBATIONS, Scorecard, score_perturbed
 from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules
 from scanner.labels import LabelledDie, photo_labels
@@ -233,6 +233,19 @@ def test_a_print_the_templates_find_as_like_a_rival_dies_face_is_told_by_the_fac
     assert read_there(image, truth, nets) == [("yellow", "20")]
     monkeypatch.setattr(TallyReader, "_net_tells_apart", lambda *args: False)
     assert read_there(image, truth, nets) == [("yellow", "unsure")]
+
+
+def test_a_face_both_readers_lean_to_is_not_read_where_the_strokes_that_tell_it_from_the_next_show_that_one(nets):
+    """tallyup-s16-r03 (test split) as a 1920 px camera would take it: the Up Die's +3. The
+    templates rank +2 first, +3 second, and the face net's mean code lies nearest +2, though
+    not by code_ratio: the readers agree (TallyParams.agree_code_ratio). But +2 and +3 are
+    nearly the same print, and the strokes that tell them apart lean to +3 (0.45): unsure.
+    Without that veto it was a confident +2."""
+    image, truth = one_die(FIXTURES, "tallyup-s16-r03.jpg", "up")
+    assert truth.face == "+3"
+    image = dict(PERTURBATIONS)["via 1920 px"](image)
+    assert read_there(image, truth, nets) == [("up", "unsure")]
+    assert read_there(image, truth, nets, replace(TallyParams(), pair_veto=0.0)) == [("up", "+2")]
 
 
 @pytest.mark.parametrize("photo, die, face, unlocated", [("tallyup-s13-r06.jpg", "up", "x2", "x2"),
