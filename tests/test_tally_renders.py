@@ -248,6 +248,18 @@ def test_a_face_both_readers_lean_to_is_not_read_where_the_strokes_that_tell_it_
     assert read_there(image, truth, nets, replace(TallyParams(), pair_veto=0.0)) == [("up", "+2")]
 
 
+@pytest.mark.parametrize("folder, photo, unread", [(FIXTURES, "tallyup-s07-r08.jpg", [("up", "unsure")]),
+                                                    (FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s09-r00.jpg", [])])
+def test_a_white_up_die_whose_blob_is_its_blown_half_is_read_on_the_finders_square(folder, photo, unread, nets):
+    """A white Up Die under the lamp (dev split -100, lean set +100): its colour blob is the
+    clipped half of its top, a square too small and off the print. The finder scores its
+    square below 0.5 but above its own bar for a die (FinderRules.reread_score = min_score):
+    read there, the print reads right. At 0.5 the dev one stayed unsure, the lean one unfound."""
+    image, truth = one_die(folder, photo, "up")
+    assert read_there(image, truth, nets) == [("up", truth.face)]
+    assert read_there(image, truth, nets, rules=replace(FinderRules(), reread_score=0.5)) == unread
+
+
 @pytest.mark.parametrize("photo, die, face, unlocated", [("tallyup-s13-r06.jpg", "up", "x2", "x2"),
                                                           ("tallyup-s16-r06.jpg", "orange", "70", "unsure")])
 def test_a_face_left_unsure_on_the_square_found_is_read_where_the_locator_sees_the_top_face(photo, die, face, unlocated,
