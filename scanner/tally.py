@@ -33,9 +33,12 @@ frame then is:
    of nearly the same print (+100 and -100), the strokes they differ by must not show it.
 5. With a face net (scanner/face_net.py) and the codes teaching stored for each face, the net
    reads the ink where the templates are unsure: the mean of its codes for the print cut at
-   every scale and turn must lie nearest one face, by a wide margin. (Asking it where the
-   templates read a face as well, and calling a disagreement unsure, changed no reading on
-   the test, dev, lean or alt photos and cost 4 ms a frame.)
+   every scale and turn must lie nearest one face, by a wide margin, or by a narrower one
+   where the templates rank that face first too. (Asking it where the templates read a face
+   as well, and calling a disagreement unsure, changed no reading on the test, dev, lean or
+   alt photos and cost 4 ms a frame.) Where the print must also tell the die from others its
+   colour lies as near, and the templates find their faces nearly as alike (a circled 20 and
+   a circled 10), the net may tell them apart.
 6. A face still unsure is read again with a shadow's shade divided out of it
    (`shadow_flattened`), then on a square placed where its print looks most like a face,
    and last on a square placed so on the face with the shade divided out (the colour blob
