@@ -2112,9 +2112,13 @@ class TallyReader:
         return self._net_faces(ink, die)[0][0]
 
     def _net_faces(self, ink: np.ndarray, die: str) -> list[tuple[str, float]]:
-        """_nearest_to_mean of the face net's codes of `ink` read at params.code_turns (`die`
-        must have codes)."""
-        return self._nearest_to_mean(die, self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns]))
+        """_nearest_to_mean of the face net's codes of `ink` (see _net_codes; `die` must have
+        codes)."""
+        return self._nearest_to_mean(die, self._net_codes(ink))
+
+    def _net_codes(self, ink: np.ndarray) -> np.ndarray:
+        """The face net's codes of `ink` read at params.code_turns."""
+        return self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns])
 
     def _nearest_to_mean(self, die: str, codes: np.ndarray) -> list[tuple[str, float]]:
         """The faces of `die` (and NO_FACE) by how near their taught codes lie to the mean of
@@ -2208,10 +2212,11 @@ class TallyReader:
         if (other == twin and rest and distance_ratio(best, rest[0][1]) <= params.twin_ratio
                 and best - second >= params.twin_split * (1.0 - alike)):
             return face, params.twin_confidence
-        by_templates = sorted((templates or {}).items(), key=lambda kv: -kv[1])
+        scores = templates or {}
+        by_templates = sorted(scores.items(), key=lambda kv: -kv[1])
         if (len(by_templates) > 1 and by_templates[0][0] == face != STAR and ratio <= params.agree_code_ratio
                 and distance_ratio(by_templates[0][1], by_templates[1][1]) <= params.agree_template_ratio
-                and not self._vote_against(inks[0], die, face, dict(by_templates), params)):
+                and not self._vote_against(inks[0], die, face, scores, params)):
             return face, params.agree_confidence
         return UNSURE, 0.0
 
@@ -2297,7 +2302,7 @@ class TallyReader:
         die's) and none wrong."""
         if die not in self._codes or face not in self._codes[die][0] or any(other not in self._codes for other in rivals):
             return False
-        codes = self.face_net.codes([np.rot90(ink, k) for k in self.params.code_turns])
+        codes = self._net_codes(ink)
         own = dict(self._nearest_to_mean(die, codes))[face]
         rival = max(similarity for other in rivals for other_face, similarity in self._nearest_to_mean(other, codes)
                     if other_face != NO_FACE)

@@ -252,6 +252,20 @@ class FixedCodeNet:
         return unit_rows(np.tile(self.code, (len(inks), 1)))
 
 
+def _code_at(reader: TallyReader, die: str, nearest: str, second: str, to_nearest: float, to_second: float
+             ) -> np.ndarray:
+    """A code at the given cosines to the taught codes of `nearest` and `second`, the rest of
+    it square to every taught code of `die`."""
+    faces, taught = reader._codes[die]
+    x, y = taught[faces.index(nearest)], taught[faces.index(second)]
+    across = unit_rows((y - (y @ x) * x)[None])[0]
+    along = (to_second - to_nearest * float(y @ x)) / float(np.sqrt(1 - (y @ x) ** 2))
+    rest = np.random.default_rng(5).normal(size=x.shape).astype(np.float32)
+    basis, _ = np.linalg.qr(taught.T)
+    rest -= basis @ (basis.T @ rest)
+    return to_nearest * x + along * across + np.sqrt(1 - to_nearest ** 2 - along ** 2) * unit_rows(rest[None])[0]
+
+
 def _with_twins(model, alike: float):
     """`model` with the Up Die's -100 code turned to `alike` cosine of its +100 code (the
     built-in look's are 0.91 alike: their prints differ by one stroke)."""
@@ -267,14 +281,8 @@ def _with_twins(model, alike: float):
 ])
 def test_of_two_twin_faces_the_clearly_nearer_is_read(to_plus, to_minus, expected, model_a):
     twinned = _with_twins(model_a, 0.91)
-    plus = unit_rows(np.float32([twinned.codes["+100"]]))[0]
-    minus = unit_rows(np.float32([twinned.codes["-100"]]))[0]
-    across = unit_rows((minus - (minus @ plus) * plus)[None])[0]
-    # A code at the given cosines to both, the rest of it square to both.
-    along = (to_minus - to_plus * 0.91) / np.sqrt(1 - 0.91 ** 2)
-    rest = np.random.default_rng(3).normal(size=plus.shape).astype(np.float32)
-    rest -= (rest @ plus) * plus + (rest @ across) * across
-    code = to_plus * plus + along * across + np.sqrt(1 - to_plus ** 2 - along ** 2) * unit_rows(rest[None])[0]
+    probe = TallyReader(twinned, face_net=FixedCodeNet(twinned.code_net, np.ones(CODE_SIZE)))
+    code = _code_at(probe, "up", "+100", "-100", to_plus, to_minus)
     reader = TallyReader(twinned, face_net=FixedCodeNet(twinned.code_net, code))
     params = TallyParams()
     faces, taught = reader._codes["up"]
@@ -291,20 +299,6 @@ def test_of_two_twin_faces_the_clearly_nearer_is_read(to_plus, to_minus, expecte
     # Faces that are not twins are read by code_ratio alone.
     apart = TallyReader(twinned, replace(params, twin_cosine=0.95), face_net=FixedCodeNet(twinned.code_net, code))
     assert apart._code_decision([ink] * 3, "up", params) == (UNSURE, 0.0)
-
-
-def _code_at(reader: TallyReader, die: str, nearest: str, second: str, to_nearest: float, to_second: float
-             ) -> np.ndarray:
-    """A code at the given cosines to the taught codes of `nearest` and `second`, the rest of
-    it square to every taught code of `die`."""
-    faces, taught = reader._codes[die]
-    x, y = taught[faces.index(nearest)], taught[faces.index(second)]
-    across = unit_rows((y - (y @ x) * x)[None])[0]
-    along = (to_second - to_nearest * float(y @ x)) / float(np.sqrt(1 - (y @ x) ** 2))
-    rest = np.random.default_rng(5).normal(size=x.shape).astype(np.float32)
-    basis, _ = np.linalg.qr(taught.T)
-    rest -= basis @ (basis.T @ rest)
-    return to_nearest * x + along * across + np.sqrt(1 - to_nearest ** 2 - along ** 2) * unit_rows(rest[None])[0]
 
 
 @pytest.mark.parametrize("nearest, second, templates, expected", [
