@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from scanner.tally import TallyModel, model_from_json
+from scanner.tally_model import TallyModel, model_from_json
 from scanner.tossup import TossUpParams
 
 log = logging.getLogger(__name__)

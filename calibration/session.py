@@ -31,7 +31,8 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder
 from scanner.frames import DieReading
 from scanner.reader import Scanner, cleaned_picture
-from scanner.tally import TallyModel, TallyReader, default_model
+from scanner.tally import TallyReader
+from scanner.tally_model import TallyModel, default_model
 from scanner.top_face import TopFaceNet
 from scanner.tossup import TossUpParams
 

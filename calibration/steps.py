@@ -23,8 +23,8 @@ import numpy as np
 from scanner.evaluate import Scorecard, match
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie
-from scanner.tally import DIE_FACES
 from scanner.reader import Scanner, brightened, subtract_black_level
+from scanner.tally_model import DIE_FACES
 from scanner.tossup import TossUpParams, find_insets, illuminant, order_clockwise, read_colour, square_around, work_frame
 
 log = logging.getLogger(__name__)

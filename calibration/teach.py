@@ -34,11 +34,10 @@ from scanner.face_net import NO_FACE, FaceNet, unit_rows
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie, load_photo_label
 from scanner.reader import cleaned_picture
-from scanner.tally import (
-    DIE_FACES, SHIFT, TEMPLATE_SIDE, BodyColour, FaceTemplate, TallyModel, TallyParams, balance_gains,
-    choose_dice, colour_distances, compile_model, face_patch, find_blobs, identify, ink_of, lab_of, match_face,
-    normalised_rows, windows,
-)
+from scanner.tally_blobs import choose_dice, find_blobs
+from scanner.tally_colour import balance_gains, colour_distances, identify, lab_of
+from scanner.tally_model import DIE_FACES, SHIFT, TEMPLATE_SIDE, BodyColour, FaceTemplate, TallyModel, TallyParams
+from scanner.tally_prints import compile_model, face_patch, ink_of, match_face, normalised_rows, windows
 from scanner.training import missing_folders
 
 log = logging.getLogger(__name__)

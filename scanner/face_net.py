@@ -2,7 +2,7 @@
 
 Physical setup assumed: the Tally reader's (scanner/tally.py): a die's top face, found in a frame
 from a camera 30-50 cm above the tray, warped to the canonical grid, and its print separated from
-the body as an ink mask (`tally.ink_of`: 0 body, 1 ink, whatever the colours).
+the body as an ink mask (`tally_prints.ink_of`: 0 body, 1 ink, whatever the colours).
 
 The net turns such a mask into a short code, a unit vector: prints of the same face give codes
 close together at any right-angle turn, a few pixels off-centre or a little too large or small

@@ -38,7 +38,9 @@ import numpy as np
 from scanner.face_net import CODE_SIZE, NO_FACE
 from scanner.labels import BLOWN_OUT, mean_side
 from scanner.training import cosine_rate, export_onnx, labelled_images, missing_folders, optimiser_step
-from scanner.tally import DIE_FACES, PATCH_SIDE, TallyParams, balance_gains, face_patch, ink_of, shadow_flattened
+from scanner.tally_colour import balance_gains
+from scanner.tally_model import DIE_FACES, PATCH_SIDE, TallyParams
+from scanner.tally_prints import face_patch, ink_of, shadow_flattened
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ MIN_VISIBLE = 0.9
 #: A crop around each die, in sides from its centre: room for every jittered square.
 CROP = 1.6
 #: Shares of the cuts with a shadow cast across the die, and read as the reader reads a face
-#: left unsure (its shade divided out first, see tally.shadow_flattened).
+#: left unsure (its shade divided out first, see tally_prints.shadow_flattened).
 SHADOWED = 0.3
 FLATTENED = 0.4
 
@@ -64,11 +66,11 @@ class FaceExample:
 
     crop: np.ndarray  # BGR
     corners: np.ndarray  # 4x2 float32, crop pixels, clockwise
-    gains: np.ndarray  # the photo's white balance (tally.balance_gains)
+    gains: np.ndarray  # the photo's white balance (tally_colour.balance_gains)
     die: str
     face: str
     name: str
-    #: +1 print lighter than the body, -1 darker (see tally.shadow_flattened).
+    #: +1 print lighter than the body, -1 darker (see tally_prints.shadow_flattened).
     ink_sign: int = 1
 
 

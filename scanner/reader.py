@@ -17,7 +17,8 @@ from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup, fi
 from scanner.frames import DieReading
 from scanner.lean_net import LeanNet, finder_leaning_at, may_lean
 from scanner.shade import Brightness, lifted_around
-from scanner.tally import TallyModel, TallyReader, default_model
+from scanner.tally import TallyReader
+from scanner.tally_model import TallyModel, default_model
 from scanner.top_face import TopFaceNet
 from scanner.tossup import TossUpParams, half_size, illuminant, read_tossup, rim_colour, work_scale
 from scanner.tray import drop_empty_look, keep_in_tray

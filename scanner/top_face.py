@@ -49,7 +49,7 @@ def crop_about(image: np.ndarray, center: Sequence[float], side: float) -> np.nd
 
 def net_input(crops: np.ndarray, gains: np.ndarray) -> np.ndarray:
     """N x 3 x CROP_SIDE x CROP_SIDE float32: each crop balanced by the frame's `gains` (per
-    channel, tally.balance_gains) and over its own 99th percentile (the lamp's brightness
+    channel, tally_colour.balance_gains) and over its own 99th percentile (the lamp's brightness
     drops out)."""
     balanced = np.asarray(crops, np.float32) * np.asarray(gains, np.float32).reshape(-1, 1, 1, 3)
     return np.ascontiguousarray(over_bright_level(balanced), np.float32)

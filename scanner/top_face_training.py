@@ -36,7 +36,7 @@ import numpy as np
 from scanner.evaluate import match
 from scanner.face_training import MIN_VISIBLE, shadowed
 from scanner.labels import mean_side
-from scanner.tally import balance_gains
+from scanner.tally_colour import balance_gains
 from scanner.top_face import CROP_SIDE, crop_about, net_input
 from scanner.tossup import order_clockwise
 from scanner.training import cosine_rate, export_onnx, labelled_images, optimiser_step

@@ -404,7 +404,7 @@ def test_a_dim_lamp_is_brightened_back_for_tally_dice_too():
     """Half of a warm lamp's light on a fixed camera (dev table s18): the Tally reader, with the
     finder, sees the picture brightened by the profile's light gains, and reads the two dice
     it left unread in the dark one. (Until the warm lamp's white was trusted down to green
-    0.65 of red, scanner.tally.LAMP_GREEN_PER_RED, this was s18-r01, where the dark picture
+    0.65 of red, scanner.tally_colour.LAMP_GREEN_PER_RED, this was s18-r01, where the dark picture
     had one die read wrong; since then it reads all four there, and the gains one fewer.)"""
     look = LOOKS[1]  # warm cast, half the light
     photo = load_photo_label(FIXTURES / "tallyup" / "tallyup-s18-r02.json")

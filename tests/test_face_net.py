@@ -16,7 +16,9 @@ import pytest
 from scanner.face_net import CODE_SIZE, NO_FACE, FaceNet, unit_rows
 from scanner.face_training import CLASSES, FACE_LABELS, FaceExample, dataset, jittered, load_face_examples, shadowed
 from scanner.frames import UNSURE
-from scanner.tally import PATCH_SIDE, TallyParams, TallyReader, code_twins, distance_ratio, model_from_json
+from scanner.tally import TallyReader, code_twins
+from scanner.tally_model import PATCH_SIDE, TallyParams, model_from_json
+from scanner.tally_prints import distance_ratio
 
 from tests.test_tally_synthetic import FACES, LOOK_A, draw_scene, random_layout
 

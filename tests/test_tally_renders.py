@@ -30,7 +30,8 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules
 from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
-from scanner.tally import TallyParams, TallyReader, default_model
+from scanner.tally import TallyReader
+from scanner.tally_model import TallyParams, default_model
 from scanner.top_face import TopFaceNet
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tallyup"
@@ -288,7 +289,7 @@ def test_a_located_face_mostly_in_shade_is_read_with_the_shade_divided_out_only(
 def test_yellow_dice_under_a_warm_lamp_at_half_the_light_are_read_yellow():
     """tallyup-s17-r01 (dev) in the calibration bench's warm light (calibration.bench.LOOKS),
     uncalibrated: the render's lamp was warm already, and the white patch's green comes to
-    0.69 of its red. Trusted as the lamp's colour (scanner.tally.LAMP_GREEN_PER_RED) it is
+    0.69 of its red. Trusted as the lamp's colour (scanner.tally_colour.LAMP_GREEN_PER_RED) it is
     balanced out, and the yellow star reads yellow; untrusted, the tint stays and it read as
     the orange die's star."""
     from calibration.bench import LOOKS

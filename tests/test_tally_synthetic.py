@@ -236,7 +236,7 @@ def test_taught_on_18_photos_reads_other_photos_of_the_same_look(look_name, mode
     # yellow looks orange while the orange die is not found at all. Hershey digits make many
     # faces nearly alike (+1/+2/+3, 10/20/50, 20/70), which the reader only calls with a wide
     # margin: more "unsure", no confident mistakes. The colour tolerance is wide enough for
-    # other tables' light (scanner.tally.TallyParams.spread_floor), so a die's outline takes
+    # other tables' light (scanner.tally_model.TallyParams.spread_floor), so a die's outline takes
     # in more of its shading and shadow on these flat-coloured trays: quads a little off,
     # more "unsure". Bars: today's level (A: recall 100 %, faces 88.7 %; B: recall 92.9 %,
     # identity 100 %, faces 84.0 %; neither has a confident mistake).
@@ -334,7 +334,7 @@ def test_empty_trays_have_no_dice(model_a):
 @pytest.mark.parametrize("offset", [(0.0, 0.0), (12.0, 0.0), (9.0, -7.0), (-5.0, 11.0)])
 def test_top_face_candidates_recover_the_top_square_from_a_die_outline(angle, offset):
     """A die seen off-axis: its outline is the top square swept by the offset of its bottom."""
-    from scanner.tally import top_face_candidates
+    from scanner.tally_blobs import top_face_candidates
 
     side = 50.0
     top = square(300, 200, side, angle)
@@ -354,7 +354,7 @@ def test_a_small_die_s_outline_with_a_tilted_side_is_no_side_face():
     it, and perspective tilts its top side by 4 degrees against the bottom one. Only one end
     of that side touches the box; the gap to the other corner is no side face, and the top
     face is the whole square, not half of it."""
-    from scanner.tally import top_face_candidates
+    from scanner.tally_blobs import top_face_candidates
 
     outline = np.float32([[34, 32], [33, 33], [5, 33], [4, 32], [3, 9], [3, 7], [4, 5], [7, 4], [33, 2], [34, 3]])
     candidates = top_face_candidates(outline)
@@ -368,7 +368,10 @@ def test_a_circled_face_is_read_only_with_its_ring_seen_all_the_way_round(die, f
     """The circle triggers the Up Die. A die's rounded edge in shade, seen through a square
     placed off the top face, looks like part of a ring: a circled face is read only when its
     ring shows all round, and one with an arc of its ring gone is "unsure", never circled."""
-    from scanner.tally import PATCH_SIDE, TallyReader, balance_gains, face_patch, ink_of, match_face, ring_seen
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
+    from scanner.tally_model import PATCH_SIDE
+    from scanner.tally_prints import face_patch, ink_of, match_face, ring_seen
 
     reader = TallyReader(model_a)
     image, (label,) = draw_scene([(die, face, 640, 360, 56, 0.3)], LOOK_A)
@@ -397,7 +400,8 @@ def test_a_circled_face_is_read_only_with_its_ring_seen_all_the_way_round(die, f
 
 
 def test_identities_give_each_colour_to_one_die_at_most():
-    from scanner.tally import TallyParams, assign_identities
+    from scanner.tally_colour import assign_identities
+    from scanner.tally_model import TallyParams
 
     params = TallyParams()
     # Two dice both nearest to yellow: the closer one is yellow, the other takes its next
@@ -413,7 +417,8 @@ def test_two_dice_nearest_one_colour_share_the_colours_out_together():
     still): the orange die is nearer yellow than the yellow die is, but only the sharing-out
     that gives each die its own colour fits both (measured on tallyup-s08-r07 of the test split:
     the orange die was read as yellow and the yellow die left unnamed)."""
-    from scanner.tally import TallyParams, assign_identities
+    from scanner.tally_colour import assign_identities
+    from scanner.tally_model import TallyParams
 
     params = TallyParams()
     clipped_orange = {"yellow": 1.5, "orange": 3.6, "red": 6.8}
@@ -454,7 +459,8 @@ def test_a_face_found_too_small_and_off_centre_is_placed_on_the_print_and_read(d
     """The found top face is often a part of it (a rounded edge in shade, print cutting the
     body apart): its print is cut off and unreadable. The reader moves and grows the square
     to where the print looks like a face, and reads it there."""
-    from scanner.tally import TallyReader, balance_gains
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
 
     image, (label,) = draw_scene([(die, face, 640, 360, 56, 0.3)], LOOK_A)
     truth = np.float32(label.corners)
@@ -478,7 +484,8 @@ def test_a_face_found_too_large_and_turned_is_placed_on_the_print_and_read(die, 
     """A neighbour or a shadow joined to the outline makes the found top face too large and
     turned off the top face's edges. Given the frame's common die size, the reader also tries
     squares of that size, and turns, and reads the face where the print looks like one."""
-    from scanner.tally import TallyReader, balance_gains
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
 
     image, (label,) = draw_scene([(die, face, 640, 360, 56, 0.3)], LOOK_A)
     truth = np.float32(label.corners)
@@ -500,7 +507,7 @@ def test_a_face_found_too_large_and_turned_is_placed_on_the_print_and_read(die, 
 
 
 def _blob(die: str, x: float, lab, side: float = 44.0, print_score: float = 0.8):
-    from scanner.tally import Blob
+    from scanner.tally_blobs import Blob
 
     quad = square(x, 360, side, 0.0)
     return Blob(die, quad, (x, 360.0), side, 0.95, 0.95, np.float32(lab), print_score=print_score)
@@ -509,7 +516,9 @@ def _blob(die: str, x: float, lab, side: float = 44.0, print_score: float = 0.8)
 def test_a_die_found_in_a_neighbouring_colour_beside_that_colour_s_die_is_kept_and_named():
     """Under a warm lamp a blue die may come out purple beside the purple die: both are kept
     when no blob has blue's colour, and each gets its colour from the assignment."""
-    from scanner.tally import TallyParams, assign_identities, choose_dice, colour_distances, default_model
+    from scanner.tally_blobs import choose_dice
+    from scanner.tally_colour import assign_identities, colour_distances
+    from scanner.tally_model import TallyParams, default_model
 
     model, params = default_model(), TallyParams()
     purple, blue = (np.float32(model.bodies[d].lab) for d in ("purple", "blue"))
@@ -531,7 +540,8 @@ def test_a_die_found_in_a_neighbouring_colour_beside_that_colour_s_die_is_kept_a
 def test_a_die_found_in_two_colours_leaves_the_other_colour_to_its_own_die():
     """The blue die found twice, as blue and (more die-like) as purple, is chosen as purple
     first; the purple die found elsewhere then takes purple, and the blue die its blue blob."""
-    from scanner.tally import TallyParams, choose_dice, default_model
+    from scanner.tally_blobs import choose_dice
+    from scanner.tally_model import TallyParams, default_model
 
     model, params = default_model(), TallyParams()
     purple, blue = (np.float32(model.bodies[d].lab) for d in ("purple", "blue"))
@@ -546,7 +556,8 @@ def test_a_die_found_in_two_colours_leaves_the_other_colour_to_its_own_die():
 def test_two_similar_prints_are_told_apart_where_they_differ(face, other):
     """+100 and -100 correlate almost as well with either template; the vote looks only at
     the strokes in which they differ (the "+"'s upright), at any turn and a small shift."""
-    from scanner.tally import PATCH_SIDE, SHIFT, TEMPLATE_SIDE, _aligned, pair_vote
+    from scanner.tally_model import PATCH_SIDE, SHIFT, TEMPLATE_SIDE
+    from scanner.tally_prints import _aligned, pair_vote
 
     def template(label):
         return face_art(label, LOOK_A, TEMPLATE_SIDE)
@@ -590,7 +601,8 @@ def test_a_clipped_die_s_face_is_read_when_an_unclipped_margin_and_its_strokes_a
     """On a clipped die neither sign alone reads a 20 against a 70 (the margin must be wider,
     the strokes that differ are fainter): the margin an unclipped die would need and a vote
     for the 20's own strokes, together, do. Either one failing leaves it unsure."""
-    from scanner.tally import SHIFT, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import SHIFT
 
     reader = TallyReader(model_a)
     face, other = reader.compiled.pairs["yellow"][("20", "70")]
@@ -613,7 +625,8 @@ def test_a_clipped_die_s_face_is_read_when_an_unclipped_margin_and_its_strokes_a
 def test_a_clipped_die_is_not_doubted_for_a_die_that_lies_elsewhere(model_a):
     """A clipped yellow 70 might be a clipped orange one (orange shows 70 too), unless the
     orange die lies elsewhere in the frame, matching its colour better."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     reader = TallyReader(model_a, TallyParams(clipped_identity_distance=8.0, rival_margin=8.0))  # orange counts as near here
     yellow, orange = ("yellow", "70", 640, 360, 56, 0.3), ("orange", "star", 760, 360, 56, 0.1)
@@ -629,7 +642,8 @@ def test_a_clipped_die_is_not_doubted_for_a_die_that_lies_elsewhere(model_a):
 def test_a_clipped_die_is_doubted_only_for_dice_whose_colour_lies_about_as_near(model_a):
     """A clipped yellow 70 might be a clipped orange one only while orange lies within
     rival_margin of yellow's distance: a colour much further off is another die."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     image, _ = draw_scene([("yellow", "70", 640, 360, 56, 0.3)], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
     near = TallyParams(clipped_identity_distance=8.0)
@@ -650,7 +664,8 @@ def test_a_clipped_die_is_doubted_only_for_dice_whose_colour_lies_about_as_near(
 def test_a_clipped_die_its_print_cannot_tell_from_a_rival_is_the_one_the_finder_is_sure_of(named, sure, expected, model_a):
     """A clipped yellow 70 might be a clipped orange one, and the print cannot tell (both show
     70): the finder, which sees the whole die, chooses between them when it is all but certain."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     params = TallyParams(clipped_identity_distance=8.0, rival_margin=8.0)  # orange counts as near here
     image, _ = draw_scene([("yellow", "70", 640, 360, 56, 0.3)], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
@@ -665,7 +680,8 @@ def test_a_clipped_die_its_print_cannot_tell_from_a_rival_is_the_one_the_finder_
 def test_clipping_turns_an_orange_die_yellow_but_no_green_one(model_a):
     """A body lit brighter until the camera clips it keeps moving one way: orange's red clips
     and it looks yellow; a green die never does, so it is no rival of a clipped yellow one."""
-    from scanner.tally import TallyParams, clipped_distances, colour_distances, lab_of
+    from scanner.tally_colour import clipped_distances, colour_distances, lab_of
+    from scanner.tally_model import TallyParams
 
     params = TallyParams()
     blown_orange = lab_of(np.clip(np.float32(LOOK_A.bodies["orange"]) * 2.0, 0, 255))
@@ -684,7 +700,8 @@ def test_clipping_turns_an_orange_die_yellow_but_no_green_one(model_a):
     ((60, 150, 255), False),  # ...or an orange die
 ])
 def test_the_white_patch_balances_a_lamp_s_colour_and_only_a_lamp_s(white, balanced):
-    from scanner.tally import WHITE_LEVEL, balance_gains
+    from scanner.tally_colour import balance_gains
+    from scanner.tally_model import WHITE_LEVEL
 
     image = np.full((200, 300, 3), 30, np.uint8)
     image[80:120, 120:180] = white  # the brightest patch: 1/25 of the frame
@@ -713,7 +730,8 @@ def _found(die: str, cx: float, cy: float, side: float, angle: float, cocked: fl
 
 
 def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_print(model_a):
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     layout = [("red", "star", 400.0, 300.0, 52.0, 0.3), ("blue", "(10)", 800.0, 400.0, 52.0, 0.1)]
     image, _ = draw_scene(layout, seed=5)
@@ -741,7 +759,8 @@ def _blown_top(image: np.ndarray, cx: float, cy: float, side: float, angle: floa
     ("dark_felt", True, False),  # another die of the frame is purple
 ])
 def test_a_blown_out_die_only_the_finder_found_is_named_by_the_colour_of_its_rim(tray, held, named, model_a):
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     layout = [("purple", "star", 400.0, 300.0, 52.0, 0.3)] + ([("purple", "20", 900.0, 300.0, 52.0, 0.2)] if held else [])
     image, _ = draw_scene(layout, background=BACKGROUNDS[tray], seed=5)
@@ -813,7 +832,8 @@ def test_a_die_the_finder_is_unsure_of_or_names_against_its_colour_is_named_by_c
     """The finder knows our renders' dice only: where it cannot name a die it found (or names
     another than the body colour), the user's learned colour and print name it when they
     agree, and nothing does when the print does not read."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     image, _ = draw_scene([("green", "30", 400.0, 300.0, 52.0, 0.3)], seed=6)
     blind = replace(TallyParams(), min_print_score=2.0)
@@ -832,7 +852,8 @@ def test_a_die_whose_colour_lies_nearer_another_is_named_by_the_finder_and_a_pri
     finder (not sure: 0.8) takes it for green, and its 30 is no Up Die face, so finder and
     print name it (TallyReader._named_by_print); without that rule nothing names it. Paled
     further, its colour lies beyond identity_max_distance of green's, and nothing names it."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     pale = np.uint8(toward_up * np.float32(LOOK_A.bodies["up"]) + (1 - toward_up) * np.float32(LOOK_A.bodies["green"]))
     look = replace(LOOK_A, bodies={**LOOK_A.bodies, "green": tuple(pale.tolist())})
@@ -856,7 +877,8 @@ def test_colour_and_print_do_not_name_a_die_whose_print_may_be_a_face_of_the_die
     the finder (0.8) takes it for purple, and against a face of purple's the print does not
     win by the margins: unsure. Only with the finder below min_identity (0.3) do colour and
     print name it, and then wrongly: the colour's word alone."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     bluish = np.uint8(0.6 * np.float32(LOOK_A.bodies["blue"]) + 0.4 * np.float32(LOOK_A.bodies["purple"]))
     look = replace(LOOK_A, bodies={**LOOK_A.bodies, "purple": tuple(bluish.tolist())})
@@ -876,7 +898,8 @@ def _in_shadow(image: np.ndarray, cx: float, cy: float, side: float, factor: flo
 
 
 def test_a_body_in_shadow_is_named_by_its_colour_lit_up_to_the_learned_brightness(model_a):
-    from scanner.tally import TallyParams, colour_distances, lab_of, relit_distances
+    from scanner.tally_colour import colour_distances, lab_of, relit_distances
+    from scanner.tally_model import TallyParams
 
     params = TallyParams()
     for die in ("red", "orange", "yellow", "green", "blue"):
@@ -893,7 +916,8 @@ def test_a_body_in_shadow_is_named_by_its_colour_lit_up_to_the_learned_brightnes
 def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_colour_agree(sure, by_net, model_a):
     """Named by the finder and the colour lit up to the learned brightness; below the
     finder's min_identity, by that colour and the print (with that one's confidence)."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     image, _ = draw_scene([("orange", "star", 400.0, 300.0, 52.0, 0.3), ("blue", "20", 900.0, 400.0, 52.0, 0.2)], seed=9)
     image = _in_shadow(image, 400.0, 300.0, 52.0, 0.3)
@@ -908,7 +932,8 @@ def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_co
 @pytest.mark.parametrize("named, sure, expected", [("blue", 0.99, "blue"), ("purple", 0.99, "purple"),
                                                    ("blue", 0.9, UNSURE), ("green", 0.99, UNSURE)])
 def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, sure, expected, blobs_see_it, model_a):
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
     look = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(between)})
@@ -926,18 +951,19 @@ def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, 
 
 
 def test_the_nearest_free_colour_must_be_one_of_the_nearest_of_all():
-    from scanner.tally import TallyParams, _nearest_free
+    from scanner.tally_colour import nearest_free
+    from scanner.tally_model import TallyParams
 
     params = TallyParams()
     pale_orange = {"orange": 2.8, "yellow": 3.0, "red": 5.5}
-    assert _nearest_free(pale_orange, (), params)[0] == UNSURE  # as near yellow as orange
-    assert _nearest_free(pale_orange, {"yellow"}, params)[0] == "orange"  # the yellow die is elsewhere
-    assert _nearest_free(pale_orange, {"orange"}, params)[0] == "yellow"  # ...or the orange die is
+    assert nearest_free(pale_orange, (), params)[0] == UNSURE  # as near yellow as orange
+    assert nearest_free(pale_orange, {"yellow"}, params)[0] == "orange"  # the yellow die is elsewhere
+    assert nearest_free(pale_orange, {"orange"}, params)[0] == "yellow"  # ...or the orange die is
     clearly_blue = {"blue": 1.5, "purple": 3.5, "up": 7.9}
-    assert _nearest_free(clearly_blue, (), params)[0] == "blue"
+    assert nearest_free(clearly_blue, (), params)[0] == "blue"
     # Another die holds blue: this one is blue's double, not the purple die.
-    assert _nearest_free(clearly_blue, {"blue"}, params)[0] == UNSURE
-    assert _nearest_free(clearly_blue, {"blue", "purple", "up"}, params)[0] == UNSURE
+    assert nearest_free(clearly_blue, {"blue"}, params)[0] == UNSURE
+    assert nearest_free(clearly_blue, {"blue", "purple", "up"}, params)[0] == UNSURE
 
 
 @pytest.mark.parametrize("sure", [0.7, 0.3])
@@ -949,7 +975,8 @@ def test_a_die_the_finder_found_is_named_by_the_nearest_colour_no_other_die_of_t
     and colour agree (or, the net below min_identity, colour and print do); alone, the colour
     cannot tell and the net cannot break the tie."""
     from scanner.finder import FinderRules
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
     look = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(between)})
@@ -973,7 +1000,8 @@ def test_a_die_the_finder_found_claims_its_name_from_a_die_whose_face_was_not_re
     """A blank patch of white wall is taken for the white Up Die, face unread; the real Up Die,
     found after it, has that die's colour and the finder's word too, and its print reads: it
     takes the name and the patch is left unnamed. Without a print to read it cannot claim it."""
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     image, _ = draw_scene([("up", "+2", 400.0, 300.0, 52.0, 0.3)], seed=4)
     blanks = [(900.0, 400.0, 0.2)] + ([] if printed else [(400.0, 300.0, 0.3)])
@@ -987,7 +1015,7 @@ def test_a_die_the_finder_found_claims_its_name_from_a_die_whose_face_was_not_re
 
 def _off_blob(die: str, cx: float, cy: float, side: float, angle: float):
     """A blob of `die` whose outline took in a shadow: the die's square moved half a side."""
-    from scanner.tally import Blob
+    from scanner.tally_blobs import Blob
 
     quad = square(cx + side / 2, cy + side / 3, side, angle)
     centre = quad.mean(axis=0)
@@ -1006,7 +1034,8 @@ def test_an_unread_die_is_read_again_on_the_finder_s_square_of_it(change, moves,
     """The colour blobs' outline can take in a shadow or a side face (a white Up Die on a
     white board): where its print reads as no face, the print on the square the finder found
     for the same die close by decides, and the die moves there."""
-    from scanner.tally import TallyReader, balance_gains
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
 
     image, _ = draw_scene([("red", "(50)", 400.0, 300.0, 52.0, 0.3)], seed=3)
     reader = TallyReader(model_a)
@@ -1029,7 +1058,8 @@ def test_an_unread_die_is_read_again_on_the_finder_s_square_of_it(change, moves,
 
 
 def _read_at(die: str, face: str, cx: float, cy: float, side: float):
-    from scanner.tally import Blob, DieRead
+    from scanner.tally import DieRead
+    from scanner.tally_blobs import Blob
 
     quad = square(cx, cy, side, 0.0)
     return DieRead(Blob(die, quad, (cx, cy), side, 1.0, 1.0, np.zeros(3, np.float32)), die, 0.9, {}, face, 0.9, {})
@@ -1079,7 +1109,8 @@ def _shadow_left_of(image: np.ndarray, edge_x: float, darkness: float) -> np.nda
 
 @pytest.mark.parametrize("ink, body, sign", [((240, 246, 246), (148, 48, 104), 1), ((28, 24, 24), (232, 238, 238), -1)])
 def test_a_shadow_across_a_face_is_divided_out_and_leaves_a_lit_face_as_it_was(ink, body, sign):
-    from scanner.tally import PATCH_SIDE, TallyParams, ink_of, shadow_flattened
+    from scanner.tally_model import PATCH_SIDE, TallyParams
+    from scanner.tally_prints import ink_of, shadow_flattened
 
     art = cv2.resize(face_art("(20)", LOOK_A), (PATCH_SIDE, PATCH_SIDE), interpolation=cv2.INTER_AREA)
     patch = (np.float32(body) * (1 - art[..., None]) + np.float32(ink) * art[..., None]).astype(np.float32)
@@ -1098,7 +1129,8 @@ def test_a_shadow_across_a_face_is_divided_out_and_leaves_a_lit_face_as_it_was(i
 
 
 def test_a_face_half_in_a_shadow_is_read_with_the_shade_divided_out(model_a):
-    from scanner.tally import TallyParams, TallyReader
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
 
     scenes = [(die, face) for die in ("blue", "purple") for face in FACES[die]]
     counts = {}
@@ -1125,7 +1157,10 @@ def _whitened_middle(image: np.ndarray, cx: float, cy: float, radius: float) -> 
 
 
 def test_a_die_only_the_finder_found_is_named_from_its_face_s_edge_where_its_middle_is_white(model_a):
-    from scanner.tally import TallyParams, TallyReader, _nearest, balance_gains, colour_distances, face_patch, ink_of, lab_of
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains, colour_distances, lab_of, nearest_die
+    from scanner.tally_model import TallyParams
+    from scanner.tally_prints import face_patch, ink_of
 
     image, _ = draw_scene([("blue", "20", 600.0, 350.0, 52.0, 0.2)], seed=5)
     image = _whitened_middle(image, 600.0, 350.0, 21.0)
@@ -1133,14 +1168,16 @@ def test_a_die_only_the_finder_found_is_named_from_its_face_s_edge_where_its_mid
     gains = balance_gains(image)
     # Over the whole face the white is the median: the face looks like the white Up Die.
     whole = ink_of(face_patch(image, quad, gains))[1]
-    assert _nearest(colour_distances(lab_of(whole), model_a, params), params)[0] == "up"
+    assert nearest_die(colour_distances(lab_of(whole), model_a, params), params)[0] == "up"
     blind = replace(params, min_print_score=2.0)  # every die left to the finder
     dice = TallyReader(model_a, blind, finder=StubFinder([_found("blue", 600.0, 350.0, 52.0, 0.2)])).read(image)
     assert [d.die for d in dice] == ["blue"]
 
 
 def test_a_blob_taken_for_the_up_die_whose_face_s_edge_is_coloured_is_that_coloured_die(model_a):
-    from scanner.tally import Blob, TallyReader, balance_gains
+    from scanner.tally import TallyReader
+    from scanner.tally_blobs import Blob
+    from scanner.tally_colour import balance_gains
 
     image, _ = draw_scene([("blue", "20", 600.0, 350.0, 52.0, 0.2), ("up", "x2", 900.0, 350.0, 52.0, 0.4)], seed=5)
     reader = TallyReader(model_a)
@@ -1169,7 +1206,9 @@ def test_a_blob_taken_for_the_up_die_whose_face_s_edge_is_coloured_is_that_colou
 
 
 def test_a_half_shaded_die_found_as_its_lit_part_is_placed_on_its_print_with_the_shade_divided_out(model_a):
-    from scanner.tally import Blob, TallyReader, balance_gains
+    from scanner.tally import TallyReader
+    from scanner.tally_blobs import Blob
+    from scanner.tally_colour import balance_gains
 
     image, _ = draw_scene([("purple", "(20)", 500.0, 330.0, 52.0, 0.0)], seed=3)
     image = _shadow_left_of(image, 510.0, 0.6)
@@ -1189,7 +1228,9 @@ def test_a_half_shaded_die_found_as_its_lit_part_is_placed_on_its_print_with_the
 
 
 def test_a_weak_read_on_a_square_far_smaller_than_the_finder_s_dice_is_read_again_at_their_size(model_a):
-    from scanner.tally import Blob, TallyReader, balance_gains
+    from scanner.tally import TallyReader
+    from scanner.tally_blobs import Blob
+    from scanner.tally_colour import balance_gains
 
     layout = [("purple", "20", 400.0, 330.0, 52.0, 0.1), ("red", "star", 600.0, 330.0, 52.0, 0.0),
               ("blue", "(10)", 800.0, 330.0, 52.0, 0.3)]
@@ -1212,7 +1253,9 @@ def test_a_weak_read_on_a_square_far_smaller_than_the_finder_s_dice_is_read_agai
 
 
 def test_the_pair_vote_on_a_white_up_die_the_camera_clipped_is_taken_on_the_middle_cut(model_a):
-    from scanner.tally import TallyReader, balance_gains, face_patch, ink_of
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
+    from scanner.tally_prints import face_patch, ink_of
 
     image, _ = draw_scene([("up", "+100", 500.0, 330.0, 52.0, 0.3)], seed=2)
     gains, quad = balance_gains(image), square(500.0, 330.0, 52.0, 0.3)
@@ -1249,7 +1292,11 @@ def test_a_star_is_read_only_where_its_print_s_outline_is_concave(model_a, monke
     any number's: a star read there is unsure. A printed star's points make its outline
     concave, whichever look."""
     import scanner.tally as tally
-    from scanner.tally import STAR, TallyParams, TallyReader, balance_gains, ink_solidity
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
+    from scanner.tally_model import TallyParams
+    from scanner.tally_prints import ink_solidity
+    from scorekeeper.rules.dice import STAR
 
     limit = TallyParams().max_star_solidity
     for look in (LOOK_A, LOOK_B):
@@ -1272,7 +1319,9 @@ def test_the_strokes_a_face_differs_by_from_its_runner_up_can_overrule_it(printe
     """A cut a little too large can fit -100's templates better than a +100's own, while the
     plus's upright stays where it is: a reading the vote on those strokes contradicts is
     overruled. Faces whose runner-up prints nothing like them are not put to the vote."""
-    from scanner.tally import SHIFT, TEMPLATE_SIDE, TallyReader, _aligned
+    from scanner.tally import TallyReader
+    from scanner.tally_model import SHIFT, TEMPLATE_SIDE
+    from scanner.tally_prints import _aligned
 
     reader = TallyReader(model_a)
     minus, plus = (face_art(label, LOOK_A, TEMPLATE_SIDE) for label in ("-100", "+100"))
@@ -1286,7 +1335,9 @@ def test_the_strokes_a_face_differs_by_from_its_runner_up_can_overrule_it(printe
 
 
 def test_the_vote_against_a_reading_is_taken_on_the_middle_cut(model_a):
-    from scanner.tally import TallyReader, balance_gains, face_patch, ink_of
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
+    from scanner.tally_prints import face_patch, ink_of
 
     image, _ = draw_scene([("red", "100", 640.0, 360.0, 56.0, 0.3)], seed=3)
     gains, quad = balance_gains(image), square(640.0, 360.0, 56.0, 0.3)
@@ -1308,7 +1359,8 @@ def _clipped_holder(model_a, clipped: float):
     """A frame with an orange die (star) and the yellow die (20), where the blobs took the
     orange die, clipped to yellow by the lamp, for the yellow die: (reader, image, the
     reading of the orange die as yellow)."""
-    from scanner.tally import Blob, DieRead, TallyReader
+    from scanner.tally import DieRead, TallyReader
+    from scanner.tally_blobs import Blob
 
     image, _ = draw_scene([("orange", "star", 400.0, 300.0, 52.0, 0.3), ("yellow", "20", 800.0, 400.0, 52.0, 0.1)], seed=4)
     yellow = np.float32(model_a.bodies["yellow"].lab)
@@ -1326,7 +1378,7 @@ def test_a_die_whose_colour_a_clipped_blob_took_claims_it_back(clipped, finder_a
     die, found by the finder, is then left unnamed. Where its colour, the finder and its print
     say yellow, it is the yellow die, and the clipped blob is read again as the die clipping
     turns yellow: orange."""
-    from scanner.tally import balance_gains
+    from scanner.tally_colour import balance_gains
 
     reader, image, holder = _clipped_holder(model_a, clipped)
     gains = balance_gains(image)
@@ -1352,7 +1404,9 @@ def test_where_the_chosen_cut_cannot_tell_two_similar_prints_a_clear_middle_cut_
     """The chosen cut's vote leans one way but not clearly (a cut larger than the face lays the
     plus's upright off the strokes weighed): the middle cut's clear vote decides, if the face
     net reads the same face; a net that reads the other face, or no net, leaves it unsure."""
-    from scanner.tally import SHIFT, TEMPLATE_SIDE, TallyReader, _aligned, pair_vote
+    from scanner.tally import TallyReader
+    from scanner.tally_model import SHIFT, TEMPLATE_SIDE
+    from scanner.tally_prints import _aligned, pair_vote
 
     reader = TallyReader(model_a)
     plus, minus = (face_art(label, LOOK_A, TEMPLATE_SIDE) for label in ("+100", "-100"))

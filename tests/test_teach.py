@@ -13,7 +13,7 @@ from calibration.cli import calibrate
 from calibration.profile import Profile, ProfileError, load_profile, save_profile
 from calibration.teach import build_default, teach_folders
 from scanner.reader import Scanner, load_scanner
-from scanner.tally import default_model, model_from_json
+from scanner.tally_model import default_model, model_from_json
 from tests.test_tally_synthetic import LOOK_A, LOOK_B, as_labelled_photos, draw_scene, photo_set
 
 

@@ -13,7 +13,9 @@ import pytest
 from scanner.evaluate import match
 from scanner.labels import mean_side, photo_labels
 from scanner.reader import Scanner
-from scanner.tally import TallyParams, balance_gains, shade_gain
+from scanner.tally_colour import balance_gains
+from scanner.tally_model import TallyParams
+from scanner.tally_prints import shade_gain
 from scanner.top_face import CROP_REACH, CROP_SIDE, TopFaceNet, crop_about, net_input
 from scanner.top_face_training import (FOUND_SHARE, MAX_SHIFT, SIZES, TopFaceExample, augmented, corner_error, load_examples,
                                        shrunk, square_about, turned)
