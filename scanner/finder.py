@@ -253,8 +253,8 @@ class FinderRules:
 
 
 def find_in_shade(finder: DieFinder, image: np.ndarray, half: np.ndarray | None, rules: FinderRules,
-                  seen: Sequence[FoundDie], read: Sequence[tuple[tuple[float, float], float]]
-                  ) -> tuple[list[FoundDie], Shade | None]:
+                  seen: Sequence[FoundDie], read: Sequence[tuple[tuple[float, float], float]],
+                  anyway: bool = False) -> tuple[list[FoundDie], Shade | None]:
     """(the dice `finder` finds in the frame's shade lifted, in cells lit at most
     1/rules.shade_gain of the common light; the shade, over the frame), or ([], None) where no
     part of the frame is in shade. A die in a wall's shadow on a white board is too dark for
@@ -265,7 +265,9 @@ def find_in_shade(finder: DieFinder, image: np.ndarray, half: np.ndarray | None,
     the dice `read` (centre, side) is: it leaves such a trace of a shaded die it cannot read
     well enough to add, and looking again everywhere would cost every frame of part of a set
     a second pass of the net. In a dim frame (see FinderRules.shade_dim) it leaves none, and
-    the net looks again anyway."""
+    the net looks again anyway; `anyway`: wherever there is shade, trace or not (the Tally
+    reader asks only while a die of its set is unread, and the net often leaves no trace of a
+    Tally die in a wall's deep shadow that it finds there lifted)."""
     small = net_input(image, half)
     shade = measure_shade(small, rules.shade_lift)
     if float(shade.gains.max()) < rules.shade_gain:
@@ -273,7 +275,7 @@ def find_in_shade(finder: DieFinder, image: np.ndarray, half: np.ndarray | None,
     over = shade.over((image.shape[1], image.shape[0]))
     traced = any(over.at(die.center) >= rules.shade_gain and not any(rules.same(die, centre, side) for centre, side in read)
                  for die in seen)
-    if not traced and Brightness(small).white >= rules.shade_dim * 255.0:  # not dim either
+    if not anyway and not traced and Brightness(small).white >= rules.shade_dim * 255.0:  # not dim either
         return [], over
     found = finder.find(image, lifted(small, shade))
     return [die for die in found if over.at(die.center) >= rules.shade_gain], over
