@@ -333,6 +333,23 @@ def test_yellow_dice_under_a_warm_lamp_at_half_the_light_are_read_yellow():
             if math.dist(r.center, truth.center) < 0.5 * truth.size] == [("yellow", "star")]
 
 
+def test_an_orange_die_under_a_warmer_lamp_at_half_the_light_is_not_read_red():
+    """lean-tallyup-s01-r00 in the calibration bench's warm light, uncalibrated: its white
+    patch's blue comes to 0.45 of its red, a warm lamp, not a print; trusted as the lamp's
+    colour (scanner.tally_colour.LAMP_BLUE_PER_RED from 0.35) the tint is balanced out, and
+    the orange 60 is read; untrusted, it read as the red die's 50."""
+    from calibration.bench import LOOKS
+    from scanner.tally_colour import LAMP_BLUE_PER_RED
+    from scanner.tossup import illuminant
+
+    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s01-r00.jpg", "orange")
+    warm = LOOKS[1].apply(image)
+    blue, _, red = (float(v) for v in illuminant(warm))
+    assert LAMP_BLUE_PER_RED[0] <= blue / red < 0.45
+    assert [(r.die, r.face) for r in Scanner("tallyup").read(warm)
+            if math.dist(r.center, truth.center) < 0.5 * truth.size] == [("orange", "60")]
+
+
 ALT = FIXTURES.parent / "alt"
 #: Issue 5: teaching may use at most this many labelled photos of the user's own dice.
 TEACH_PHOTOS = 20

@@ -696,6 +696,7 @@ def test_clipping_turns_an_orange_die_yellow_but_no_green_one(model_a):
 @pytest.mark.parametrize("white, balanced", [
     ((210, 240, 255), True),  # a warm lamp a camera's white balance left over
     ((80, 119, 172), True),  # a warmer one at half the light: green 0.69 of red
+    ((95, 170, 250), True),  # ...on a table whose own lamp was warm: blue 0.38 of red
     ((40, 200, 255), False),  # no white in view: yellow print is the brightest (blue 0.16 of red)
     ((60, 150, 255), False),  # ...or an orange die
 ])
