@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 #: The bench lists this many missed, false, unsure and wrong dice (photo by photo), then a count.
 MAX_FAILURES_SHOWN = 60
+#: The Tally check set's folder in the fixture library (git-ignored; see fixtures/README.md).
+CHECK_SET = "tallycheck"
 
 
 @click.command("scan")
@@ -193,6 +195,19 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         summary["videos"] = bench_videos(fixtures / "videos", dice_set, reader, out)
         results[dice_set] = summary
     return results
+
+
+def bench_check_set(fixtures: Path, profile: Path | None, out=None, perturbed: bool = False) -> dict | None:
+    """The Tally reader on the check set (fixtures/tallycheck: tables of their own, which
+    nothing learns or is tuned on), printed like the test split's figures, all its photos; None
+    (and a line saying so) where it is not rendered: it is left out of the repository."""
+    out = out if out is not None else sys.stdout
+    folder = fixtures / CHECK_SET
+    if not (folder / "tallyup").is_dir():
+        print(f"[tallyup, {CHECK_SET}/] not rendered here ({folder}; see fixtures/README.md)", file=out)
+        return None
+    title = f"tallyup, {CHECK_SET}/ tables nothing was tuned on"
+    return bench_scanner(None, ["tallyup"], folder, profile, out, perturbed=perturbed, title=title).get("tallyup")
 
 
 def _flat(summary: dict) -> int:
