@@ -104,14 +104,23 @@ class Brightness:
     pixel's brightest channel, on every fourth pixel)."""
 
     def __init__(self, image: np.ndarray) -> None:
-        self._value = brightest_channel(image)
-        self.white = max(float(np.percentile(self._value[::4, ::4], 99)), 1.0)
+        self._image = image
+        # The brightest channel of every fourth pixel only, and of a quad's box where one is
+        # asked for: the same values as of the whole frame's, at a tenth of the cost.
+        self.white = max(float(np.percentile(brightest_channel(np.ascontiguousarray(image[::4, ::4])), 99)), 1.0)
 
     def of(self, corners: Sequence[Sequence[float]]) -> float:
         """The median brightest channel inside the quad `corners`, as a share of the white (0
         for a quad with no pixel inside)."""
-        inside = np.zeros(self._value.shape, np.uint8)
-        cv2.fillConvexPoly(inside, np.round(np.float32(corners)).astype(np.int32), 255)
+        points = np.round(np.float32(corners)).astype(np.int32)
+        x, y, width, height = cv2.boundingRect(points)
+        x0, y0 = max(x, 0), max(y, 0)
+        x1, y1 = min(x + width, self._image.shape[1]), min(y + height, self._image.shape[0])
+        if x1 <= x0 or y1 <= y0:
+            return 0.0
+        value = brightest_channel(self._image[y0:y1, x0:x1])
+        inside = np.zeros(value.shape, np.uint8)
+        cv2.fillConvexPoly(inside, points - np.int32([x0, y0]), 255)
         if not cv2.countNonZero(inside):
             return 0.0
-        return float(np.median(self._value[inside > 0])) / self.white
+        return float(np.median(value[inside > 0])) / self.white
