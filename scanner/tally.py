@@ -633,7 +633,11 @@ class TallyReader:
         # The finder's dice are looked at only where the colour blobs leave something to do
         # (see below): on most frames every die is found and read without it.
         finder = self.finder
-        found_by_net = functools.cache(lambda: finder.find(image, half) if finder is not None else [])
+        # One look of the finder gives both its dice (its own bar, DieFinder.threshold) and the
+        # fainter traces a die in a wall's deep shadow leaves (FinderRules.shade_trace).
+        traced_by_net = functools.cache(lambda: [] if finder is None else finder.find(
+            image, half, min(self.finder_rules.shade_trace, finder.threshold)))
+        found_by_net = functools.cache(lambda: [die for die in traced_by_net() if die.score >= finder.threshold])
         found = find_blobs(image, self.compiled, self.model, self.params, gains, half)
         dice, typical = self._read_blobs(image, gains, found, found_by_net, with_faces)
         complete = with_faces and {d.die for d in dice if d.face not in (None, UNSURE)} >= set(self.model.bodies)
@@ -643,7 +647,7 @@ class TallyReader:
                 dice = self._without_specks(dice, found_by_net())
             dice = self._with_found(image, gains, dice, found_by_net(), typical, with_faces)
         if with_faces and not complete:
-            dice = self._with_shaded(image, gains, half, dice, found_by_net(), typical)
+            dice = self._with_shaded(image, gains, half, dice, traced_by_net(), typical)
         return dice
 
     def _read_blobs(self, image: np.ndarray, gains: np.ndarray, found: Sequence[Blob],
@@ -753,7 +757,7 @@ class TallyReader:
         return dice, typical
 
     def _with_shaded(self, image: np.ndarray, gains: np.ndarray, half: np.ndarray, dice: list[DieRead],
-                     seen: Sequence[FoundDie], typical: float | None) -> list[DieRead]:
+                     traced: Sequence[FoundDie], typical: float | None) -> list[DieRead]:
         """`dice` plus the dice the finder finds in the frame's shade lifted, read there as
         _with_found reads the finder's dice: a die in a wall's shadow on a white board is too
         dark for the colour bands learned under the lamp, and for the finder in the frame as it
@@ -762,23 +766,24 @@ class TallyReader:
         lies, that the finder finds there too is read again the same way, and so replaced
         (its colour, too dark in the frame as it comes for the bands, shows there lifted).
 
-        The finder looks in the shade on every frame that has some (while a die of the set is
-        unread: see read_dice), not only where its first look left a trace of a shaded die.
-        With the unnamed dice read again, that reads 3 more flat dice of the Tally check set
-        (fixtures/tallycheck, tables nothing had been tuned on) and a leaning one, 1 of the dev
+        The finder looks in the shade lifted where its first look (`traced`: its dice down to
+        FinderRules.shade_trace) left a trace of a die in shade that no die read is, not only a
+        die it is sure of. With the unnamed dice read again, that reads 3 more flat dice of the
+        Tally check set's rolls r00-r04 (fixtures/tallycheck, tables nothing had been tuned on)
+        and a leaning one, 4 of its rolls r05-r08 (looked at only afterwards), 1 of the dev
         split, 7 of dev as other cameras would take it, and 9 more flat dice of dev, lean and
         the check set in the calibration bench's lamps, uncalibrated; no confident mistake more
-        on any of them. It costs a second pass of the finder on such frames, not on a frame
-        whose whole set is read."""
+        on any of them."""
         rules = self.finder_rules
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         if self.finder is None or held >= set(self.model.bodies):
             return dice
         read = [(d.blob.center, d.blob.side) for d in dice]
-        found, shade = find_in_shade(self.finder, image, half, rules, seen, read, anyway=True)
+        found, shade = find_in_shade(self.finder, image, half, rules, traced, read)
         if shade is None:
             return dice
-        brightness = Brightness(image)
+        # Measured only where a die found there is to be judged dark: it costs a pass over the frame.
+        brightness = functools.cache(lambda: Brightness(image))
         shaded = [die for die in found if rules.admits(die, read, read=True)]
         unnamed = self._unnamed_in_shade(dice, found, brightness)
         if not shaded and not unnamed:
@@ -790,7 +795,7 @@ class TallyReader:
             return die.die not in (None, UNSURE) and die.die not in held and die.face not in (None, UNSURE)
 
         for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:
-            if named(die) and brightness.of(die.blob.quad) <= rules.shade_dark:
+            if named(die) and brightness().of(die.blob.quad) <= rules.shade_dark:
                 log.debug("%s %s read in the shade at %s", die.die, die.face, die.blob.center)
                 held.add(die.die)
                 result.append(die)
@@ -805,18 +810,18 @@ class TallyReader:
         return result
 
     def _unnamed_in_shade(self, dice: Sequence[DieRead], found: Sequence[FoundDie],
-                          brightness: Brightness) -> dict[int, FoundDie]:
-        """Per unnamed die of `dice` dark where it lies (FinderRules.shade_dark), the die of
-        `found` (the finder's in the shade lifted) surest to be the same one, where it found one
-        at least min_score sure."""
+                          brightness: Callable[[], Brightness]) -> dict[int, FoundDie]:
+        """Per unnamed die of `dice` dark where it lies (FinderRules.shade_dark, against the
+        frame's `brightness`), the die of `found` (the finder's in the shade lifted) surest to
+        be the same one, where it found one at least min_score sure."""
         rules = self.finder_rules
         unnamed = {}
         for index, die in enumerate(dice):
-            if die.die not in (None, UNSURE) or brightness.of(die.blob.quad) > rules.shade_dark:
+            if die.die not in (None, UNSURE):
                 continue
             same = [other for other in found if other.score >= rules.min_score
                     and rules.same(other, die.blob.center, die.blob.side)]
-            if same:
+            if same and brightness().of(die.blob.quad) <= rules.shade_dark:
                 unnamed[index] = max(same, key=lambda other: other.score)
         return unnamed
 

@@ -123,6 +123,17 @@ def test_input_size_follows_the_frame_aspect():
     assert input_size(640, 480) == (320, 240)
 
 
+def test_a_lower_threshold_finds_the_same_dice_first_and_fainter_ones_after():
+    """The Tally reader decodes the finder's one look down to FinderRules.shade_trace and keeps
+    those at the finder's own bar as its dice: they must be the very dice `find` gives."""
+    image = cv2.imread(str(FIXTURES / "tallyup" / "tallyup-s17-r08.jpg"), cv2.IMREAD_COLOR)
+    finder = DieFinder()
+    sure = finder.find(image)
+    faint = finder.find(image, threshold=FinderRules().shade_trace)
+    assert [d for d in faint if d.score >= finder.threshold] == sure
+    assert len(faint) > len(sure) and min(d.score for d in faint) >= FinderRules().shade_trace
+
+
 def test_a_missing_model_says_how_to_get_one(tmp_path):
     with pytest.raises(FileNotFoundError, match="finder_training"):
         DieFinder(tmp_path / "none.onnx")

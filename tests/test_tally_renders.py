@@ -27,7 +27,7 @@ from calibration.bench import teach_first_photos
 from scanner.cli import bench_videos
 from scanner.evaluate import PERTURBATIONS, Scorecard, score_perturbed
 from scanner.face_net import FaceNet
-from scanner.finder import DieFinder, FinderRules, find_in_shade
+from scanner.finder import DieFinder, FinderRules
 from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
 from scanner.tally import TallyReader
@@ -116,20 +116,19 @@ def test_a_die_in_a_walls_shadow_is_found_where_the_shade_is_lifted(photo, die, 
     assert read_there(image, truth, nets, rules=replace(FinderRules(), shade_gain=math.inf), located=False) == without_pass
 
 
-def test_a_die_in_deep_shade_the_finders_first_look_left_no_trace_of_is_found_there(nets, monkeypatch):
+def test_a_die_in_deep_shade_whose_trace_is_faint_is_looked_for_there(nets):
     """tallyup-s17-r08: the purple 20 lies in the black wall's deep shadow. In the picture as it
-    comes the finder leaves no trace of it, and the shade pass used to look only where it did;
-    the Tally reader has it look in the shade lifted whenever a die of the set is unread
-    (find_in_shade's `anyway`), and the die is found and read. Over the dev split this reads
-    this one die more, over dev as other cameras would take it 7, over the Tally check set
-    (fixtures/tallycheck) 1, with no confident mistake more on any set."""
-    import scanner.tally
-
+    comes the finder scores it below its own bar, and the shade pass looked again only where a
+    die it is sure of lay in shade, unread; the Tally reader takes a fainter trace
+    (FinderRules.shade_trace) as worth that second look, and the die is found and read. Over
+    the dev split this reads this one die more, over dev as other cameras would take it 7,
+    over the Tally check set (fixtures/tallycheck) 1, with no confident mistake more on any
+    set."""
     image, truth = one_die(FIXTURES, "tallyup-s17-r08.jpg", "purple")
     assert truth.face == "20"
     assert read_there(image, truth, nets) == [("purple", "20")]
-    monkeypatch.setattr(scanner.tally, "find_in_shade", lambda *args, anyway=False, **kwargs: find_in_shade(*args, **kwargs))
-    assert read_there(image, truth, nets) == []
+    sure_only = replace(FinderRules(), shade_trace=nets[0].threshold)
+    assert read_there(image, truth, nets, rules=sure_only) == []
 
 
 def test_an_unnamed_die_in_shade_is_read_again_where_the_shade_is_lifted(nets, monkeypatch):
