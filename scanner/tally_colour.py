@@ -35,7 +35,7 @@ from scanner.tossup import illuminant
 #: Blue down to 0.35 of red for the same reason: in that light the Tally check set's warm tables
 #: (fixtures/tallycheck, nothing tuned on them before) and the lean set's give 0.36-0.45, and
 #: with 0.45 their white went untrusted: uncalibrated, read right 472 -> 509 of 564 dice and
-#: confident mistakes 18 -> 9 (the dev split: none of its photos lies between).
+#: confident mistakes 18 -> 9; on the dev split, where only empty trays lie below 0.45, the same.
 LAMP_BLUE_PER_RED = (0.35, 1.25)
 LAMP_GREEN_PER_RED = (0.65, 1.2)
 
