@@ -714,13 +714,16 @@ def test_the_white_patch_balances_a_lamp_s_colour_and_only_a_lamp_s(white, balan
 
 
 class StubFinder:
-    """Stands in for the die finder net: answers the dice it was given."""
+    """Stands in for the die finder net: answers the dice it was given (those it scores at
+    least the threshold asked for, as DieFinder.find does)."""
+
+    threshold = 0.2
 
     def __init__(self, found):
         self.found = found
 
-    def find(self, image, half=None):
-        return list(self.found)
+    def find(self, image, half=None, threshold=None):
+        return [die for die in self.found if die.score >= (self.threshold if threshold is None else threshold)]
 
 
 def _found(die: str, cx: float, cy: float, side: float, angle: float, cocked: float = 0.0, sure: float = 0.99):
@@ -803,9 +806,9 @@ class CountingFinder(StubFinder):
         super().__init__(found)
         self.calls = 0
 
-    def find(self, image, half=None):
+    def find(self, image, half=None, threshold=None):
         self.calls += 1
-        return super().find(image)
+        return super().find(image, half, threshold)
 
 
 def test_the_finder_runs_only_where_a_die_of_the_set_is_missing_or_unread(model_a):
