@@ -202,6 +202,13 @@ class FinderRules:
     speck_size: float = 0.75
     #: Whether a Tally die it found but could not name is added (as a die to tap and set).
     unnamed_tally: bool = True
+    #: Whether a Tally die only it found is flagged cocked where it judges the die leaning (at
+    #: `cocked`). Off: over the dev split, the lean set and the Tally check set it so flagged 2
+    #: leaning dice and 12 flat ones (its chances for the two, 0.77 and 0.90, lie among the flat
+    #: ones', 0.51-0.92), and a flat die sent back to be rolled again changes a fair roll. (On
+    #: the colour blobs' dice it was never taken: there too it flagged more flat dice than
+    #: leaning ones.)
+    tally_leaning: bool = False
     #: A Tally die it found mostly blown out, with no print read, is a lamp's mirror image on
     #: the tray unless the net scores it at least this (a white Up Die under glare). Dev split
     #: and lean set: recall 95.3 -> 96.0 % and 92.0 -> 96.0 % (from 0.5 to 0.7 alike), no

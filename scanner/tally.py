@@ -895,10 +895,10 @@ class TallyReader:
         on a white board, a die in a wall's shadow): named when the finder and the body colour
         agree, or the body colour and the print do, or the finder and the print do (see
         _named_by_print), and no other die is that one, the face read
-        by the templates. Only these take the finder's word on leaning: on the blobs' dice it
-        raised more false alarms than it caught cocked dice (dev tables held out of its
-        training). A die touching another that the finder scores below near_score is added
-        only when it is named and its face read (see FinderRules.read_near_score)."""
+        by the templates. The finder's word on leaning flags one only where
+        FinderRules.tally_leaning says so. A die touching another that the finder scores below
+        near_score is added only when it is named and its face read (see
+        FinderRules.read_near_score)."""
         rules = self.finder_rules
         result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
@@ -954,7 +954,7 @@ class TallyReader:
             if name != UNSURE:
                 held.add(name)
             result.append(DieRead(blob, name if with_faces else None, chance, {}, face, confidence,
-                                  scores, leaning=die.cocked >= rules.cocked))
+                                  scores, leaning=rules.tally_leaning and die.cocked >= rules.cocked))
         return result
 
     def _claimed_from_clipped(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, blob: Blob,

@@ -734,6 +734,7 @@ def _found(die: str, cx: float, cy: float, side: float, angle: float, cocked: fl
 
 
 def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_print(model_a):
+    from scanner.finder import FinderRules
     from scanner.tally import TallyReader
     from scanner.tally_model import TallyParams
 
@@ -744,9 +745,12 @@ def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_p
     assert TallyReader(model_a, blind).read(image) == []
     finder = StubFinder([_found("red", 400.0, 300.0, 52.0, 0.3), _found("red", 800.0, 400.0, 52.0, 0.1, cocked=0.9)])
     dice = TallyReader(model_a, blind, finder=finder).read(image)
-    # One red die in a set: the second is not red; its body colour and print name it blue.
-    assert [(d.die, d.face, d.cocked) for d in dice] == [("red", "star", False), ("blue", "(10)", True)]
+    # One red die in a set: the second is not red; its body colour and print name it blue. The
+    # finder's word that it leans is not taken (FinderRules.tally_leaning) unless asked for.
+    assert [(d.die, d.face, d.cocked) for d in dice] == [("red", "star", False), ("blue", "(10)", False)]
     assert dice[0].confidence > 0.5 and 0.0 < dice[1].confidence <= TallyParams().colour_print_identity_confidence
+    leaning = TallyReader(model_a, blind, finder=finder, finder_rules=replace(FinderRules(), tally_leaning=True)).read(image)
+    assert [(d.die, d.face, d.cocked) for d in leaning] == [("red", "star", False), ("blue", "(10)", True)]
 
 
 def _blown_top(image: np.ndarray, cx: float, cy: float, side: float, angle: float) -> np.ndarray:
