@@ -84,8 +84,8 @@ from scanner.tally_colour import (
 from scanner.tally_model import DIE_FACES, PATCH_SIDE, TallyModel, TallyParams, default_model, ink_sign_of
 from scanner.tally_prints import (
     REGION_REACH, Compiled, best_over_shifts, compile_model, decide_face, distance_ratio, face_patch, face_scores_of,
-    ink_of, ink_rows_of, ink_solidity, inks_as, pair_vote, print_scores, ring_body, ring_seen, row_mean, shade_gain,
-    shadow_flattened, square_reach, times_gains, warped_around, warped_face,
+    ink_of, ink_rows_of, ink_solidity, ink_whiteness, inks_as, pair_vote, print_scores, ring_body, ring_seen, row_mean,
+    shade_gain, shadow_flattened, square_reach, times_gains, warped_around, warped_face,
 )
 from scanner.top_face import TopFaceNet
 from scanner.tossup import half_size
@@ -550,7 +550,8 @@ class TallyReader:
         if flatten:
             sign = ink_sign_of(self.model, die)
             patches = [shadow_flattened(patch, sign, self.params) for patch in patches]
-        inks = [ink_of(patch)[0] for patch in patches]
+        looks = [ink_of(patch) for patch in patches]
+        inks = [look[0] for look in looks]
         # The scale is chosen with the mean templates; every template decides there. (As
         # print_scores and face_scores do, with the chosen ink's rows and its products with
         # the mean templates taken once.)
@@ -593,6 +594,8 @@ class TallyReader:
                 return UNSURE, 0.0, scores
         if face == STAR and ink_solidity(ink) > params.max_star_solidity:
             return UNSURE, 0.0, scores
+        if face != UNSURE and not flatten and self._lit_part_for_print(die, *looks[chosen][1:]):
+            return UNSURE, 0.0, scores
         # Only against the templates: where they could not tell, the net read the print as a whole.
         if by_templates and self._vote_against(middle, die, face, scores, params):
             return UNSURE, 0.0, scores
@@ -606,6 +609,13 @@ class TallyReader:
             if distance_ratio(score, rival) > params.max_ratio and not self._net_tells_apart(ink, die, face, rivals, params):
                 return UNSURE, 0.0, scores
         return face, confidence, scores
+
+    def _lit_part_for_print(self, die: str, body: np.ndarray, ink: np.ndarray) -> bool:
+        """Whether the "print" found on a face of `die`, whose print is lighter than its
+        coloured body, is only the body's own colour brighter: the lit part of a face half in
+        a shadow (see TallyParams.min_ink_whiteness)."""
+        return (not self._neutral(die) and ink_sign_of(self.model, die) > 0
+                and ink_whiteness(body, ink) < self.params.min_ink_whiteness)
 
     def _net_tells_apart(self, ink: np.ndarray, die: str, face: str, rivals: Collection[str],
                          params: TallyParams) -> bool:

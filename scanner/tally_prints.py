@@ -229,6 +229,20 @@ def ink_solidity(ink: np.ndarray) -> float:
     return cv2.contourArea(largest) / hull if hull > 0 else 0.0
 
 
+def ink_whiteness(body: np.ndarray, ink: np.ndarray) -> float:
+    """How far (0-1, the sine of the angle) the ink colour's difference from the body colour
+    turns from the body colour's own direction: near 0 when the ink is the body's colour only
+    brighter or darker, near 1 for white print on a saturated body."""
+    body = np.asarray(body, np.float64)
+    difference = np.asarray(ink, np.float64) - body
+    length = float(np.linalg.norm(difference))
+    direction = float(np.linalg.norm(body))
+    if length < 1e-6 or direction < 1e-6:
+        return 0.0
+    along = float(difference @ body) / direction
+    return math.sqrt(max(length * length - along * along, 0.0)) / length
+
+
 def _normalised(ink: np.ndarray) -> np.ndarray:
     """Zero mean, unit length: the dot product of two is their correlation."""
     flat = ink.astype(np.float32).ravel() - float(ink.mean())

@@ -349,6 +349,19 @@ def test_an_orange_die_under_a_warmer_lamp_at_half_the_light_is_not_read_red():
             if math.dist(r.center, truth.center) < 0.5 * truth.size] == [("orange", "60")]
 
 
+def test_a_yellow_die_half_in_a_walls_shadow_is_not_read_from_its_lit_part(nets):
+    """tallyup-s10-r08 (dev) in the calibration bench's warm light, uncalibrated: the yellow
+    (40) lies half in the wall's shadow, and its lit half, only a brighter yellow, was taken
+    for the print and read as a 70 (TallyParams.min_ink_whiteness)."""
+    from calibration.bench import LOOKS
+
+    image, truth = one_die(FIXTURES, "tallyup-s10-r08.jpg", "yellow")
+    assert truth.face == "(40)"
+    warm = LOOKS[1].apply(image)
+    assert ("yellow", "70") not in read_there(warm, truth, nets)
+    assert read_there(warm, truth, nets, replace(TallyParams(), min_ink_whiteness=0.0)) == [("yellow", "70")]
+
+
 ALT = FIXTURES.parent / "alt"
 #: Issue 5: teaching may use at most this many labelled photos of the user's own dice.
 TEACH_PHOTOS = 20

@@ -1434,3 +1434,14 @@ def test_where_the_chosen_cut_cannot_tell_two_similar_prints_a_clear_middle_cut_
     assert confidence == (params.second_cut_confidence if expected != UNSURE else 0.0)
     # A clear vote on the chosen cut needs no second look.
     assert reader._pair_decision(clear, "up", scores, params, second=blurred)[0] == "+100"
+
+
+def test_ink_whiteness_tells_a_white_print_from_the_bodys_own_colour_brighter():
+    from scanner.tally_prints import ink_whiteness
+
+    yellow = np.float32([40, 190, 220])  # BGR
+    assert ink_whiteness(yellow, np.float32([235, 240, 240])) > 0.6
+    assert ink_whiteness(yellow, yellow * 1.8) < 0.05
+    assert ink_whiteness(yellow, yellow * 0.4) < 0.05
+    assert ink_whiteness(np.float32([200, 200, 200]), np.float32([30, 30, 30])) < 0.05
+    assert ink_whiteness(yellow, yellow) == 0.0
