@@ -89,7 +89,7 @@ from scanner.tally_prints import (
 )
 from scanner.top_face import TopFaceNet
 from scanner.tossup import half_size
-from scorekeeper.rules.dice import STAR
+from scorekeeper.rules.dice import STAR, UP_DIE
 
 log = logging.getLogger(__name__)
 
@@ -655,9 +655,14 @@ class TallyReader:
             # A set has one die of each: with every one of them read there is none to add.
             if with_faces:
                 dice = self._without_specks(dice, found_by_net())
+                # Before the finder's dice are named: a light patch of tray read as the Up Die
+                # would hold that name from the die itself (unnamed dice wait for the shade pass).
+                dice = self._without_unseen(dice, traced_by_net(), image.shape, unnamed=False)
             dice = self._with_found(image, gains, dice, found_by_net(), typical, with_faces)
         if with_faces and not complete:
             dice = self._with_shaded(image, gains, half, dice, traced_by_net(), typical)
+        if with_faces and self.finder is not None and any(d.face in (None, UNSURE) for d in dice):
+            dice = self._without_unseen(dice, traced_by_net(), image.shape)
         return dice
 
     def _read_blobs(self, image: np.ndarray, gains: np.ndarray, found: Sequence[Blob],
@@ -834,6 +839,42 @@ class TallyReader:
             if same and brightness().of(die.blob.quad) <= rules.shade_dark:
                 unnamed[index] = max(same, key=lambda other: other.score)
         return unnamed
+
+    def _without_unseen(self, dice: list[DieRead], traced: Sequence[FoundDie], shape: Sequence[int],
+                        unnamed: bool = True) -> list[DieRead]:
+        """`dice` less the unread ones whose top face runs off the frame (`shape`), which shows
+        the whole tray (a corner of the table beyond it), and the unread white or unnamed ones
+        where the finder, looking at the whole frame (`traced`), scores no die at least
+        FinderRules.min_score, its own bar for adding one: a light patch of wood grain, cloth
+        or wall, or the lamp's glare on the floor, that the colour blobs took for the white
+        Up Die or for a die they could not name. Such a reading is nothing the player can fix
+        by tapping ("could not tell which die this is"), and an empty tray's stays there roll
+        after roll. A die named by its colour stays, and so does every die of a set whose Up
+        Die is dark: the finder knows white Up Dice only. `unnamed` False: the unnamed ones
+        stay too (the shade pass may yet name them).
+
+        Over the dev split, teach and lean sets and the Tally check set (rolls and empty trays),
+        the unread readings the finder scored below 0.3 were 14, none of them a die, while the
+        unread dice scored 0.43 and up; every labelled die's top face lies at least 19 pixels
+        inside the frame."""
+        rules = self.finder_rules
+        height, width = shape[:2]
+        finder_knows = ink_sign_of(self.model, UP_DIE) < 0  # a white Up Die, its print darker
+
+        def kept(die: DieRead) -> bool:
+            if die.face not in (None, UNSURE):
+                return True
+            quad = np.asarray(die.blob.quad)
+            if (quad < 0).any() or (quad[:, 0] > width - 1).any() or (quad[:, 1] > height - 1).any():
+                return False
+            if die.die in (None, UNSURE) and not unnamed:
+                return True
+            if not finder_knows or die.die not in (None, UNSURE) and not self._neutral(die.die):
+                return True
+            return any(found.score >= rules.min_score and rules.same(found, die.blob.center, die.blob.side)
+                       for found in traced)
+
+        return [d for d in dice if kept(d)]
 
     def _without_specks(self, dice: list[DieRead], found: Sequence[FoundDie]) -> list[DieRead]:
         """`dice` less the unread ones far smaller than the dice the finder is sure of, where it

@@ -68,10 +68,10 @@ def test_empty_trays_have_no_dice():
     if not empties:
         pytest.skip("no empty-tray renders yet")
     scanner = Scanner("tallyup")
-    found = {path.name: len(scanner.read(cv2.imread(str(path)))) for path in empties}
-    # Today (19 trays): one stray "die" (a purple square of plaid), never two on one tray.
-    assert sum(found.values()) <= 0.1 * len(empties), found
-    assert max(found.values()) <= 1, found
+    found = {path.name: [(d.die, d.face) for d in scanner.read(cv2.imread(str(path)))] for path in empties}
+    # Until the finder judged unread white and unnamed readings (TallyReader._without_unseen),
+    # one tray of light wood showed an unread Up Die and one plaid a purple square.
+    assert not any(found.values()), found
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +116,31 @@ def test_a_die_in_a_walls_shadow_is_found_where_the_shade_is_lifted(photo, die, 
     assert read_there(image, truth, nets, rules=replace(FinderRules(), shade_gain=math.inf), located=False) == without_pass
 
 
+@pytest.mark.parametrize("photo, at", [("tallyup-s02-r00.jpg", (1138.0, 530.0)), ("tallyup-s07-r05.jpg", (161.0, 516.0)),
+                                       ("tallyup-s15-r02.jpg", (369.0, 126.0))])
+def test_a_light_patch_of_tray_is_not_read_as_an_unread_up_die(photo, at, nets, monkeypatch):
+    """A pale stripe of plaid cloth, light wood grain: the colour blobs take them for the white
+    Up Die, whose print they cannot read, and the player would be asked to tap a die that is not
+    there. The finder, looking at the whole frame, sees no die there (TallyReader._without_unseen);
+    every labelled die of the photo is read as before."""
+    label = next(label for label in photo_labels(FIXTURES) if label.image.name == photo)
+    image = cv2.imread(str(label.image), cv2.IMREAD_COLOR)
+    finder, face_net, top_face = nets
+    reader = TallyReader(default_model(), finder=finder, face_net=face_net, top_face=top_face)
+
+    def stray(readings: list) -> list:
+        return [r for r in readings if all(math.dist(r.center, truth.center) >= 0.5 * truth.size for truth in label.dice)]
+
+    kept = reader.read(image)
+    monkeypatch.setattr(TallyReader, "_without_unseen", lambda self, dice, traced, shape, unnamed=True: dice)
+    unjudged = reader.read(image)
+    assert stray(kept) == []
+    assert [(r.die, r.face) for r in stray(unjudged)] == [("up", "unsure")]
+    assert math.dist(stray(unjudged)[0].center, at) < 10.0
+    # (A confidence may move a little: the Up Die's name is free for the finder's dice now.)
+    assert [(r.die, r.face, r.center) for r in kept] == [(r.die, r.face, r.center) for r in unjudged if r not in stray(unjudged)]
+
+
 def test_a_die_in_deep_shade_whose_trace_is_faint_is_looked_for_there(nets):
     """tallyup-s17-r08: the purple 20 lies in the black wall's deep shadow. In the picture as it
     comes the finder scores it below its own bar, and the shade pass looked again only where a
@@ -145,6 +170,10 @@ def test_an_unnamed_die_in_shade_is_read_again_where_the_shade_is_lifted(nets, m
     bluish = LOOKS[2].apply(image)
     assert read_there(bluish, truth, nets) == [("blue", truth.face)]
     monkeypatch.setattr(TallyReader, "_unnamed_in_shade", lambda self, dice, found, brightness: {})
+    # Left unnamed and unread, where the finder sees no die in the picture as it comes: no die
+    # to it (TallyReader._without_unseen).
+    assert read_there(bluish, truth, nets) == []
+    monkeypatch.setattr(TallyReader, "_without_unseen", lambda self, dice, traced, shape, unnamed=True: dice)
     assert read_there(bluish, truth, nets) == [("unsure", "unsure")]
 
 
