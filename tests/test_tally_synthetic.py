@@ -1438,6 +1438,41 @@ def test_a_die_whose_colour_a_clipped_blob_took_claims_it_back(clipped, finder_a
     assert 0.0 < result[0].confidence <= reader.params.colour_print_identity_confidence
 
 
+@pytest.mark.parametrize("finder_at_holder, sure, to_yellow, claimed", [
+    ("yellow", 0.99, 3.5, True),  # the finder sure of both, the colour near enough: swapped
+    ("orange", 0.99, 3.5, False),  # the finder too takes the holder for the orange die
+    ("yellow", 0.9, 3.5, False),  # the finder not sure enough (FinderRules.sure_identity)
+    ("yellow", 0.99, 6.0, False),  # the holder's colour too far from the yellow die's
+])
+def test_a_die_whose_name_a_lamp_shifted_neighbour_took_claims_it(finder_at_holder, sure, to_yellow, claimed, model_a):
+    """Under a very warm lamp the yellow die's colour moves onto the orange die's: its blob is
+    named orange, and the orange die, found by the finder only, is left unnamed. Where the
+    finder is sure of both, the holder's colour lies near the yellow die's and both prints read
+    as the swapped dice's faces, the two are named so."""
+    from scanner.tally import FINDER_CHOICE_CONFIDENCE, DieRead, TallyReader
+    from scanner.tally_blobs import Blob
+    from scanner.tally_colour import balance_gains
+
+    image, _ = draw_scene([("yellow", "star", 400.0, 300.0, 52.0, 0.3), ("orange", "60", 800.0, 400.0, 52.0, 0.1)], seed=4)
+    gains = balance_gains(image)
+    reader = TallyReader(model_a)
+    orange = np.float32(model_a.bodies["orange"].lab)
+    held_blob = Blob("orange", square(400.0, 300.0, 52.0, 0.3), (400.0, 300.0), 52.0, 1.0, 0.95, orange)
+    holder = DieRead(held_blob, "orange", 0.8, {"orange": 1.7, "yellow": to_yellow, "red": 4.7}, "star", 0.8, {"star": 0.9})
+    orange_die = _found("orange", 800.0, 400.0, 52.0, 0.1, sure=sure)
+    found = [orange_die, _found(finder_at_holder, 401.0, 299.0, 52.0, 0.3, sure=sure)]
+    blob = Blob(UNSURE, np.float32(orange_die.corners()), orange_die.center, orange_die.side, 1.0, 1.0, np.zeros(3, np.float32))
+    result, held = [holder], {"orange"}
+    got = reader._claimed_from_shifted(image, gains, orange_die, blob, result, held, found, None)
+    if not claimed:
+        assert got is None and result == [holder] and held == {"orange"} and held_blob.center == (400.0, 300.0)
+        return
+    name, confidence, (face, _, _) = got
+    assert (name, face, confidence) == ("orange", "60", FINDER_CHOICE_CONFIDENCE)
+    assert (result[0].die, result[0].face, result[0].die_confidence) == ("yellow", "star", FINDER_CHOICE_CONFIDENCE)
+    assert 0.0 < result[0].confidence <= FINDER_CHOICE_CONFIDENCE and held == {"orange", "yellow"}
+
+
 @pytest.mark.parametrize("net_reads, expected", [("+100", "+100"), ("-100", UNSURE), (None, UNSURE)])
 def test_where_the_chosen_cut_cannot_tell_two_similar_prints_a_clear_middle_cut_and_the_net_decide(
         net_reads, expected, model_a):
