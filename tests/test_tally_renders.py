@@ -70,7 +70,7 @@ def test_empty_trays_have_no_dice():
     scanner = Scanner("tallyup")
     found = {path.name: [(d.die, d.face) for d in scanner.read(cv2.imread(str(path)))] for path in empties}
     # Until the finder judged unread white and unnamed readings (TallyReader._without_unseen),
-    # one tray of light wood showed an unread Up Die and one plaid a purple square.
+    # one tray of light wood showed an unread Up Die (tallyup-s15-empty).
     assert not any(found.values()), found
 
 
