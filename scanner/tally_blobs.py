@@ -347,6 +347,11 @@ def find_blobs(image: np.ndarray, compiled: Compiled, model: TallyModel, params:
             if min(sw, sh) < 0.3 * max(sw, sh):
                 continue
             bx, by, bw, bh = cv2.boundingRect(contour)
+            # Wider than a die with its side faces and shadow could be (those measured span at
+            # most 2.4 max_side): a ring of rim or a stripe of floor round the dice, whose box
+            # would cost a die's measuring many times over.
+            if max(bw, bh) * scale > params.max_blob_span * max_side:
+                continue
             # Cut by the frame's edge at half resolution: the table or the tray's outside (see
             # _touches_edge below), not worth measuring at full resolution.
             if bx <= 0 or by <= 0 or bx + bw >= labels.shape[1] or by + bh >= labels.shape[0]:

@@ -58,6 +58,8 @@ class TallyParams:
     #: Top-face side in pixels at 1280 px width: the dice are never smaller or larger.
     min_side: float = 22.0
     max_side: float = 110.0
+    #: A colour blob whose box spans more than this many max_side is no die (see find_blobs).
+    max_blob_span: float = 3.0
     #: Identity: "unsure" when the second-best die is within this much normalised distance.
     identity_margin: float = 0.9  # about 8 Lab units in a and b, at the spread floor
     identity_max_distance: float = 4.5

@@ -363,6 +363,34 @@ def test_a_small_die_s_outline_with_a_tilted_side_is_no_side_face():
     assert float(np.abs(candidates[0].mean(axis=0) - np.float32([18.5, 17.5])).max()) < 3.0
 
 
+def test_a_rim_of_the_up_die_s_colour_round_the_dice_is_not_measured(monkeypatch, model_a):
+    """A white rim along two sides of the tray floor (the Up Die's colour) makes a blob whose box spans
+    far more than any die with its sides and shadow: it is passed over before being measured
+    at full resolution, which costs several dice's worth, and the dice read the same."""
+    from scanner import tally_blobs
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
+
+    image, _ = draw_scene([("red", "star", 600, 360, 56, 0.2), ("green", "40", 720, 380, 56, 0.5)])
+    cv2.polylines(image, [np.int32([(330, 150), (330, 590), (950, 590)])], False, (235, 235, 235), 8)
+    measured: list[tuple[int, int, int, int]] = []
+    refine = tally_blobs._refine
+
+    def counted(image, gains, compiled, index, box, *rest, **named):
+        measured.append(box)
+        return refine(image, gains, compiled, index, box, *rest, **named)
+
+    monkeypatch.setattr(tally_blobs, "_refine", counted)
+    reads = {}
+    for span in (TallyParams().max_blob_span, 100.0):
+        measured.clear()
+        dice = TallyReader(model_a, TallyParams(max_blob_span=span)).read_dice(image)
+        reads[span] = sorted((d.die, d.face) for d in dice)
+        wide = [box for box in measured if max(box[2], box[3]) > 3 * TallyParams().max_side]
+        assert bool(wide) == (span == 100.0), span
+    assert reads[TallyParams().max_blob_span] == reads[100.0] == [("green", "40"), ("red", "star")]
+
+
 @pytest.mark.parametrize("die, face", [("orange", "(70)"), ("purple", "(20)"), ("blue", "(10)")])
 def test_a_circled_face_is_read_only_with_its_ring_seen_all_the_way_round(die, face, model_a):
     """The circle triggers the Up Die. A die's rounded edge in shade, seen through a square
