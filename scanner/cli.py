@@ -26,6 +26,12 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MAX_FAILURES_SHOWN = 60
 #: The Tally check set's folder in the fixture library (git-ignored; see fixtures/README.md).
 CHECK_SET = "tallycheck"
+#: The Tally hold set's: more tables of their own, rendered once the check set's rolls had been
+#: tuned on (git-ignored too).
+HOLD_SET = "tallyhold"
+#: What the bench says of each such set's tables.
+CHECK_SET_TITLES = {CHECK_SET: "tables of their own, tuned on since (rolls r00-r04)",
+                    HOLD_SET: "tables nothing was tuned on"}
 
 
 @click.command("scan")
@@ -197,16 +203,18 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
     return results
 
 
-def bench_check_set(fixtures: Path, profile: Path | None, out=None, perturbed: bool = False) -> dict | None:
-    """The Tally reader on the check set (fixtures/tallycheck: tables of their own, which
-    nothing learns or is tuned on), printed like the test split's figures, all its photos; None
-    (and a line saying so) where it is not rendered: it is left out of the repository."""
+def bench_check_set(fixtures: Path, profile: Path | None, out=None, perturbed: bool = False,
+                    name: str = CHECK_SET) -> dict | None:
+    """The Tally reader on the check set or the hold set (`name`, see CHECK_SET_TITLES: tables
+    of their own, which nothing learns from), printed like the test split's figures, all its
+    photos; None (and a line saying so) where it is not rendered: it is left out of the
+    repository."""
     out = out if out is not None else sys.stdout
-    folder = fixtures / CHECK_SET
+    folder = fixtures / name
     if not (folder / "tallyup").is_dir():
-        print(f"[tallyup, {CHECK_SET}/] not rendered here ({folder}; see fixtures/README.md)", file=out)
+        print(f"[tallyup, {name}/] not rendered here ({folder}; see fixtures/README.md)", file=out)
         return None
-    title = f"tallyup, {CHECK_SET}/ tables nothing was tuned on"
+    title = f"tallyup, {name}/ {CHECK_SET_TITLES[name]}"
     return bench_scanner(None, ["tallyup"], folder, profile, out, perturbed=perturbed, title=title).get("tallyup")
 
 

@@ -219,16 +219,17 @@ def bench_soak(minutes: float, clients: int, fps: float) -> None:
 def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, profile: Path | None,
                           perturbed: bool) -> None:
     """Detection and face accuracy, settle latency and speed on the labelled fixtures; for the
-    Tally Dice, also on the check set's tables where it is rendered, and without a profile on
-    the differently looking set after teaching."""
+    Tally Dice, also on the check and hold sets' tables where they are rendered, and without a
+    profile on the differently looking set after teaching."""
     from calibration.bench import bench_taught_look
-    from scanner.cli import FIXTURES, bench_check_set, bench_scanner
+    from scanner.cli import CHECK_SET_TITLES, FIXTURES, bench_check_set, bench_scanner
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
     chosen = None if split == "all" else split
     bench_scanner(chosen, sets, fixtures or FIXTURES, profile, perturbed=perturbed)
     if "tallyup" in sets:
-        bench_check_set(fixtures or FIXTURES, profile, perturbed=perturbed)
+        for name in CHECK_SET_TITLES:
+            bench_check_set(fixtures or FIXTURES, profile, perturbed=perturbed, name=name)
     if "tallyup" in sets and profile is None:
         bench_taught_look(fixtures or FIXTURES, chosen, perturbed=perturbed)
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import cv2
+import pytest
 from click.testing import CliRunner
 
 from scanner.cli import bench_scanner
@@ -96,22 +97,24 @@ def test_bench_scores_each_tray_surface_on_its_own(tmp_path):
     assert "identity_accuracy           n/a" in out.getvalue() and "nan" not in out.getvalue()
 
 
-def test_bench_scores_the_tally_check_set_where_it_is_rendered(tmp_path):
-    from scanner.cli import CHECK_SET, bench_check_set
+@pytest.mark.parametrize("name, title", [("tallycheck", "tables of their own, tuned on since (rolls r00-r04)"),
+                                         ("tallyhold", "tables nothing was tuned on")])
+def test_bench_scores_the_tally_check_and_hold_sets_where_they_are_rendered(tmp_path, name, title):
+    from scanner.cli import bench_check_set
 
     out = io.StringIO()
-    assert bench_check_set(tmp_path, None, out) is None
+    assert bench_check_set(tmp_path, None, out, name=name) is None
     assert "not rendered here" in out.getvalue()
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
-    folder = tmp_path / CHECK_SET / "tallyup"
+    folder = tmp_path / name / "tallyup"
     folder.mkdir(parents=True)
     for suffix in (".jpg", ".json"):  # a stand-in: the check set itself is not in the repository
         shutil.copy(fixtures / "tallyup" / ("tallyup-s00-r00" + suffix), folder)
     out = io.StringIO()
-    summary = bench_check_set(tmp_path, None, out)
+    summary = bench_check_set(tmp_path, None, out, name=name)
     labelled = len(json.loads((folder / "tallyup-s00-r00.json").read_text())["dice"])
     assert summary["labelled_dice"] == labelled and summary["photos"] == 1
-    assert f"[tallyup, {CHECK_SET}/ tables nothing was tuned on]" in out.getvalue()
+    assert f"[tallyup, {name}/ {title}]" in out.getvalue()
 
 
 def test_bench_reads_the_photos_as_other_cameras_would_take_them_when_asked(tmp_path):
