@@ -253,6 +253,14 @@ class FinderRules:
     #: rolls: at 0.1 the second look is taken on 43 % of the frames that have shade (on all of
     #: them: the same readings); 0.05 reads the same, at 0.15 4 dice are lost.
     shade_trace: float = 0.1
+    #: A Tally die the second look at the shade finds, whose print is too dark to read there,
+    #: is added unread (the player sets its face) when the net scores it at least this and is
+    #: sure (sure_identity) which die it is, as its body colour says: a die left out of the roll
+    #: is worse than one to set by hand. Chosen on the dev split, the Tally check set's rolls
+    #: r00-r04 and its other rolls, dev, lean and the check set in the calibration bench's
+    #: lamps and dev as other cameras would take it: 4 dice more found and named, no false one
+    #: (at 0.3 and 0.6 sure of the die, a false one in dev's deep shade).
+    shade_unread_score: float = 0.5
 
     def admits(self, die: FoundDie, others: Sequence[tuple[tuple[float, float], float]], read: bool = False) -> bool:
         """Whether `die` is one more die beside `others` (centre, side) already found;

@@ -782,7 +782,8 @@ class TallyReader:
         _with_found reads the finder's dice: a die in a wall's shadow on a white board is too
         dark for the colour bands learned under the lamp, and for the finder in the frame as it
         comes. Only a die whose name no die of the frame has, dark where it lies (see
-        FinderRules.shade_dark), with its face read. An unnamed die of `dice`, dark where it
+        FinderRules.shade_dark), with its face read, or unread where the finder is sure of it
+        (FinderRules.shade_unread_score). An unnamed die of `dice`, dark where it
         lies, that the finder finds there too is read again the same way, and so replaced
         (its colour, too dark in the frame as it comes for the bands, shows there lifted).
 
@@ -814,9 +815,19 @@ class TallyReader:
         def named(die: DieRead) -> bool:
             return die.die not in (None, UNSURE) and die.die not in held and die.face not in (None, UNSURE)
 
+        def sure_unread(die: DieRead) -> bool:
+            # Too dark for the print to read: the finder, sure it is this die, shows the player
+            # which die to set by hand rather than leaving it out of the roll.
+            if die.die in (None, UNSURE) or die.die in held:
+                return False
+            same = [other for other in shaded if rules.same(other, die.blob.center, die.blob.side)]
+            return any(other.score >= rules.shade_unread_score
+                       and dict(zip(IDENTITIES, other.identities)).get(die.die, 0.0) >= rules.sure_identity
+                       for other in same)
+
         for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:
-            if named(die) and brightness().of(die.blob.quad) <= rules.shade_dark:
-                log.debug("%s %s read in the shade at %s", die.die, die.face, die.blob.center)
+            if (named(die) or sure_unread(die)) and brightness().of(die.blob.quad) <= rules.shade_dark:
+                log.debug("%s %s found in the shade at %s", die.die, die.face, die.blob.center)
                 held.add(die.die)
                 result.append(die)
         for index, found_die in unnamed.items():
