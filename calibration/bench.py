@@ -14,8 +14,8 @@ top face clipped) is so named yellow under the changed looks, its face read righ
 Two ways of calibrating are reported: from a few dev-split photos of other tables (the reader
 parameters only, the test tables never seen), and per test table as the wizard does it on the
 table itself (its empty tray and its first roll, then the table's other rolls are scored). The
-wizard also measures the table's black level (stray light) on the empty tray, which the
-calibrated scanner takes off before reading (the last row shows the wizard without that step),
+wizard also measures the table's black level (stray light) on the empty tray and the darkest
+creases of its confirmed rolls, which the calibrated scanner takes off before reading (the last row shows the wizard without that step),
 and on a dim table the light gains its first roll's white rims ask for, by which it brightens
 the pictures after that.
 Like the wizard's profile, the calibrated scanners keep the empty-tray photo, and drop readings
@@ -26,8 +26,9 @@ The Tally Up test split is read in each light too: with the built-in look; with 
 light, from other tables than the ones read (the test tables have too few rolls to show every
 face), which is harder than teaching on the table itself; and per table as the wizard calibrates
 it, the built-in look reading with the table's black level and light gains. The wizard measures
-the gains on its Toss Up roll's white rims; no Tally table has one, so here they are measured on
-the table's first Tally roll (the white Up Die and prints are its brightest surfaces).
+the gains on its Toss Up roll's white rims and the black level on that roll too; no Tally table
+has one, so here both are measured on the table's first Tally roll (the white Up Die and prints
+are its brightest surfaces, the creases under the dice its darkest).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
     for setup, table_photos in _tables(photos):
         (_, first), rest = table_photos[0], table_photos[1:]
         empty = _empty_tray(fixtures, "tallyup", setup, look)
-        level = black_level(empty) if empty is not None else None
+        level = black_level(empty, [first]) if empty is not None else None
         calibrated = Scanner("tallyup", black_level=level, light_gains=light_gains([subtract_black_level(first, level)]),
                              empty_tray=empty)
         for card, reader in ((plain_rest, plain), (wizard, calibrated)):
@@ -210,7 +211,7 @@ def _table_calibration(fixtures: Path, setup: str, photos: list[tuple[LabelledPh
         size = float(np.median([d.size for d in confirmed]))
         tray = grow_tray(tray, [d.center for d in confirmed], 0.6 * size)
     scanners = []
-    for level in (black_level(empty) if empty is not None else None, None):
+    for level in (black_level(empty, [first_image]) if empty is not None else None, None):
         # The wizard learns by reading as the profile's scanner will: the stray light taken off.
         learned = learn_tossup([(first_image, confirmed)], tray, level=level)
         # The profile keeps the empty-tray photo too: readings that still look like it are dropped.

@@ -24,8 +24,8 @@ import numpy as np
 from calibration.library import ProfileLibrary, check_name
 from calibration.profile import Profile
 from calibration.steps import (
-    CheckResult, ConfirmedDie, Coverage, Framing, Quad, TossUpLearned, TrayFit, black_level, check, check_die, check_quad,
-    find_tray, framing, grow_tray, learn_tossup, readings_json, square_at, tally_coverage,
+    CheckResult, ConfirmedDie, Coverage, Framing, Quad, TossUpLearned, TrayFit, check, check_die, check_quad, crease_levels,
+    find_tray, framing, grow_tray, learn_tossup, readings_json, shadow_levels, square_at, stray_light, tally_coverage,
 )
 from scanner.face_net import FaceNet
 from scanner.finder import DieFinder
@@ -62,6 +62,8 @@ class Shot:
     size: tuple[int, int]  # (width, height)
     readings: tuple[DieReading, ...] = ()
     confirmed: tuple[ConfirmedDie, ...] | None = None
+    #: A roll's darkest levels (steps.crease_levels), measured on the camera's picture, not the JPEG.
+    creases: tuple[float, ...] | None = None
 
     def image(self) -> np.ndarray:
         return cv2.imdecode(np.frombuffer(self.jpeg, np.uint8), cv2.IMREAD_COLOR)
@@ -98,6 +100,7 @@ class CalibrationSession:
         self.tray: Quad | None = None
         self.tray_adjusted = False
         self.black_level: tuple[float, float, float] | None = None
+        self._empty_shadows: np.ndarray | None = None  # steps.shadow_levels of the empty tray
         self.exposure: dict[str, Any] | None = None
         self.learned: TossUpLearned | None = None
         self.tally_model: TallyModel | None = None
@@ -112,8 +115,9 @@ class CalibrationSession:
         ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 95])
         if not ok:
             raise CalibrationError("could not encode the photo", 500)
+        creases = tuple(float(v) for v in crease_levels(image)) if kind == "tossup" else None
         shot = Shot(secrets.token_hex(8), kind, data.tobytes(), (int(image.shape[1]), int(image.shape[0])),
-                    tuple(readings))
+                    tuple(readings), creases=creases)
         with self._lock:
             self._shots[shot.id] = shot
             # Forget old unconfirmed photos; the empty tray and confirmed rolls are the calibration.
@@ -144,10 +148,12 @@ class CalibrationSession:
 
     def capture_empty(self, image: np.ndarray) -> dict[str, Any]:
         found = find_tray(image)
-        black = black_level(image)
+        shadows = shadow_levels(image)
+        black = stray_light(shadows)
         shot = self._add_shot("empty", image)
         with self._lock:
             self.empty_id = shot.id
+            self._empty_shadows = shadows
             self.found = found
             self.black_level = black
             self.tray = found.quad if found else None
@@ -256,8 +262,22 @@ class CalibrationSession:
                 size = float(np.median([d.size for d in confirmed]))
                 self.tray = grow_tray(self.tray, [d.center for d in confirmed], 0.6 * size)
         if shot.kind == "tossup":
+            self._measure_black_level()
             return {"shot": shot.to_json(), "learned": self._learn_tossup().to_json(), "tray": self._tray_json()}
         return {"shot": shot.to_json(), "coverage": self.coverage().to_json()}
+
+    def _measure_black_level(self) -> None:
+        """The stray light measured again on the empty tray and the confirmed Toss Up rolls:
+        the creases under the dice are darker than anything in a light tray. (It is settled
+        before the Toss Up reader is learned through it, and the Tally step comes after.)"""
+        with self._lock:
+            shadows = self._empty_shadows
+            if shadows is None:
+                return
+            size = self._shots[str(self.empty_id)].size
+            creases = [s.creases for s in self._shots.values()
+                       if s.kind == "tossup" and s.confirmed is not None and s.creases is not None and s.size == size]
+            self.black_level = stray_light(np.minimum.reduce([shadows, *creases]))
 
     def _parse_dice(self, dice: Any, shot: Shot) -> list[ConfirmedDie]:
         if not isinstance(dice, list) or not 0 < len(dice) <= 30:

@@ -165,6 +165,28 @@ def test_a_faint_tint_in_the_shadows_is_no_room_light():
     assert max(black_level(Look("room light", cast=(20.0, 4.0, 0.0)).apply(empty))) >= 15
 
 
+def test_a_light_trays_room_light_is_measured_in_the_creases_under_the_dice():
+    # tossup-s14 (dev): a light tray; its empty photo's darkest parts are the walls' own colour.
+    empty = _photo(FIXTURES / "tossup" / "tossup-s14-empty.jpg")
+    roll = _photo(FIXTURES / "tossup" / "tossup-s14-r00.jpg")
+    look = LOOKS[2]  # the bench's bluish room light, (30, 10, 0), over a warm lamp
+    cast = np.float32(look.cast)
+    assert np.abs(np.float32(black_level(look.apply(empty))) - cast).max() >= 10
+    measured = np.float32(black_level(look.apply(empty), [look.apply(roll)]))
+    assert np.abs(measured - cast).max() <= 3, measured
+    assert black_level(empty, [roll]) == (0.0, 0.0, 0.0)  # in the lamp's own light: none
+
+
+def test_a_tray_with_nothing_black_in_view_has_no_black_level():
+    # A green cloth, lit and in a wall's shadow: its darkest part is still green cloth, whose
+    # colour is not the room light's.
+    cloth = np.full((120, 200, 3), (70, 150, 90), np.uint8)
+    cloth[:, :50] = (26, 57, 33)
+    assert black_level(cloth) == (0.0, 0.0, 0.0)
+    # The same shadow with its weakest channel black would be a green room light.
+    assert black_level(cv2.subtract(cloth, (26.0, 26.0, 26.0, 0.0))) == (0.0, 31.0, 7.0)
+
+
 def test_a_profile_black_level_is_taken_off_before_the_scanner_reads(tmp_path):
     photo = _photo(FIXTURES / "tossup" / "tossup-s01-r00.jpg")
     lit = Look("room light", cast=(30.0, 10.0, 0.0)).apply(photo)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import cv2
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -135,6 +136,25 @@ def test_a_dim_table_is_brightened_by_its_saved_profile(wizard, camera):
     assert _post(client, "/save", {"activate": True}).get_json()["saved"] == "evening"
     path = ProfileLibrary(wizard.config["DATA_DIR"]).path_of("evening")
     assert load_scanner("tossup", path).light_gains == pytest.approx(tuple(gains), abs=1e-3)
+
+
+def test_a_light_trays_room_light_is_measured_again_on_the_confirmed_roll(wizard, camera):
+    """A light tray (tossup-s14, dev) under a bluish room light: its empty photo has no black
+    to show the room light's colour; the creases under the confirmed roll's dice do, and the
+    saved profile keeps what they show."""
+    look = LOOKS[2]
+    client = wizard.test_client()
+    _post(client, "/start", {"name": "window"})
+    camera.show(look.apply(cv2.imread(str(FIXTURES / "tossup" / "tossup-s14-empty.jpg"))))
+    before = np.float32(_post(client, "/empty").get_json()["black_level"])
+    roll_path = FIXTURES / "tossup" / "tossup-s14-r00.json"
+    camera.show(look.apply(cv2.imread(str(roll_path.with_suffix(".jpg")))))
+    shot = _post(client, "/roll", {"dice": "tossup"}).get_json()["shot"]
+    assert _post(client, "/confirm", {"shot": shot["id"], "dice": _confirmed(roll_path)}).status_code == 200
+    assert _post(client, "/save", {"activate": False}).get_json()["saved"] == "window"
+    after = np.float32(ProfileLibrary(wizard.config["DATA_DIR"]).load("window").black_level)
+    cast = np.float32(look.cast)
+    assert np.abs(before - cast).max() >= 10 and np.abs(after - cast).max() <= 3, (before, after)
 
 
 def test_a_controllable_camera_is_locked_on_request(tmp_path: Path):
