@@ -280,9 +280,10 @@ MAX_BLACK_LEVEL = 64.0
 MIN_BLACK_LEVEL = 15.0
 #: ...and one whose weakest channel is above this has no black under it: nothing in view is
 #: dark enough to show the stray light alone, and the darkest parts' colour is their own (a
-#: green cloth's shadows, green). Taking that off makes the dice another colour. The Tally
-#: check set's green table (tallycheck s14) measures 22-26, every other table of the Tally
-#: dev, test, check and hold sets and the Toss Up sets at most 19 in the bench's lamps.
+#: green cloth's shadows, green). Taking that off makes the dice another colour. With its
+#: first roll, the Tally check set's green table (tallycheck s14) measures 26 in its own light
+#: and 22 under the bench's bluish room light (10 under the warm lamp: still taken off); every
+#: other table of the Tally and Toss Up fixtures at most 19 in any of the bench's lights.
 MAX_GREY_LEVEL = 20.0
 #: The share of a roll photo's pixels (per cent) darker than its black level: the creases where
 #: dice meet the floor are dark in scenes whose tray and walls are light, but few.
