@@ -157,6 +157,17 @@ def test_a_light_trays_room_light_is_measured_again_on_the_confirmed_roll(wizard
     assert np.abs(before - cast).max() >= 10 and np.abs(after - cast).max() <= 3, (before, after)
 
 
+def test_a_roll_confirmed_before_the_empty_tray_leaves_the_black_level_to_the_empty_tray(wizard, camera):
+    client = wizard.test_client()
+    _post(client, "/start", {"name": "early"})
+    roll_path = FIXTURES / "tossup" / f"{TABLE}-r00.json"
+    camera.show(roll_path.with_suffix(".jpg"))
+    shot = _post(client, "/roll", {"dice": "tossup"}).get_json()["shot"]
+    assert _post(client, "/confirm", {"shot": shot["id"], "dice": _confirmed(roll_path)}).status_code == 200
+    assert _post(client, "/save", {"activate": False}).get_json()["saved"] == "early"
+    assert ProfileLibrary(wizard.config["DATA_DIR"]).load("early").black_level is None
+
+
 def test_a_controllable_camera_is_locked_on_request(tmp_path: Path):
     camera = ControllableStill(FIXTURES / "tossup" / f"{TABLE}-empty.jpg", fps=50)
     app = create_app({"TESTING": True, "DATA_DIR": tmp_path / "data", "HOST_TOKEN": HOST_TOKEN,
