@@ -14,10 +14,10 @@ top face clipped) is so named yellow under the changed looks, its face read righ
 Two ways of calibrating are reported: from a few dev-split photos of other tables (the reader
 parameters only, the test tables never seen), and per test table as the wizard does it on the
 table itself (its empty tray and its first roll, then the table's other rolls are scored). The
-wizard also measures the table's black level (stray light) on the empty tray and the darkest
-creases of its confirmed rolls, which the calibrated scanner takes off before reading (the last row shows the wizard without that step),
-and on a dim table the light gains its first roll's white rims ask for, by which it brightens
-the pictures after that.
+wizard also measures the table's black level (stray light) on the empty tray and the creases
+under its confirmed roll's dice, which the calibrated scanner takes off before reading (the
+last row shows the wizard without that step), and on a dim table the light gains its first
+roll's white rims ask for, by which it brightens the pictures after that.
 Like the wizard's profile, the calibrated scanners keep the empty-tray photo, and drop readings
 where the frame still looks like it.
 
