@@ -277,7 +277,7 @@ class CalibrationSession:
             size = self._shots[str(self.empty_id)].size
             creases = [s.creases for s in self._shots.values()
                        if s.kind == "tossup" and s.confirmed is not None and s.creases is not None and s.size == size]
-            self.black_level = stray_light(np.minimum.reduce([shadows, *creases]))
+            self.black_level = stray_light(shadows, *creases)
 
     def _parse_dice(self, dice: Any, shot: Shot) -> list[ConfirmedDie]:
         if not isinstance(dice, list) or not 0 < len(dice) <= 30:

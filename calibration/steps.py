@@ -308,7 +308,7 @@ def black_level(empty: np.ndarray, rolls: Sequence[np.ndarray] = ()) -> tuple[fl
     within 2 of the light's own on 24 of the 29 Tally dev and check set tables (on the empty
     tray alone: 17), on 10 of the 12 Toss Up dev tables (5).
     """
-    return stray_light(np.minimum.reduce([shadow_levels(empty), *(crease_levels(roll) for roll in rolls)]))
+    return stray_light(shadow_levels(empty), *(crease_levels(roll) for roll in rolls))
 
 
 def shadow_levels(empty: np.ndarray) -> np.ndarray:
@@ -324,9 +324,10 @@ def crease_levels(roll: np.ndarray) -> np.ndarray:
     return np.percentile(roll.reshape(-1, 3), ROLL_DARK_PERCENTILE, axis=0)
 
 
-def stray_light(levels: Sequence[float]) -> tuple[float, float, float]:
-    """black_level from the per-channel levels of a table's darkest parts."""
-    levels = np.round(np.float64(levels), 1)
+def stray_light(*measured: Sequence[float]) -> tuple[float, float, float]:
+    """black_level from the per-channel levels of a table's darkest parts (shadow_levels,
+    crease_levels): each channel's lowest of them."""
+    levels = np.round(np.minimum.reduce([np.float64(m) for m in measured]), 1)
     if levels.min() > MAX_GREY_LEVEL:
         return (0.0, 0.0, 0.0)
     levels = np.minimum(levels, MAX_BLACK_LEVEL)

@@ -93,6 +93,10 @@ class FoundDie:
     colours: tuple[float, float, float]  # Toss Up face probabilities (green, yellow, red)
     identities: tuple[float, ...] = ()  # probability of each die of IDENTITIES
 
+    def chances(self) -> dict[str, float]:
+        """The probability of each die of IDENTITIES, by name."""
+        return dict(zip(IDENTITIES, self.identities))
+
     def corners(self) -> tuple[tuple[float, float], ...]:
         """The top face's four corners, clockwise from the one nearest the top-left."""
         half = self.side / 2.0

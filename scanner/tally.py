@@ -822,7 +822,7 @@ class TallyReader:
                 return False
             same = [other for other in shaded if rules.same(other, die.blob.center, die.blob.side)]
             return any(other.score >= rules.shade_unread_score
-                       and dict(zip(IDENTITIES, other.identities)).get(die.die, 0.0) >= rules.sure_identity
+                       and other.chances().get(die.die, 0.0) >= rules.sure_identity
                        for other in same)
 
         for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:
@@ -918,7 +918,7 @@ class TallyReader:
             gap = math.dist(other.center, blob.center)
             if other.score < rules.reread_score or not rules.reread_apart * blob.side <= gap <= rules.reread_near * blob.side:
                 continue
-            chances = dict(zip(IDENTITIES, other.identities))
+            chances = other.chances()
             if max(chances, key=chances.__getitem__) != die or chances[die] < rules.min_identity:
                 continue
             trial = Blob(die, np.float32(other.corners()), other.center, other.side, 1.0, 1.0, blob.lab, blob.clipped)
@@ -952,7 +952,7 @@ class TallyReader:
         at = _found_at(found, blob)
         if at is None:
             return UNSURE, 0.0
-        chances = dict(zip(IDENTITIES, at.identities))
+        chances = at.chances()
         guess = max(candidates, key=lambda die: chances.get(die, 0.0))
         return (guess, FINDER_CHOICE_CONFIDENCE) if chances.get(guess, 0.0) >= sure else (UNSURE, 0.0)
 
