@@ -259,12 +259,15 @@ class FinderRules:
     shade_trace: float = 0.1
     #: A Tally die the second look at the shade finds, whose print is too dark to read there,
     #: is added unread (the player sets its face) when the net scores it at least this and is
-    #: sure (sure_identity) which die it is, as its body colour says: a die left out of the roll
-    #: is worse than one to set by hand. Chosen on the dev split, the Tally check set's rolls
-    #: r00-r04 and its other rolls, dev, lean and the check set in the calibration bench's
-    #: lamps and dev as other cameras would take it: 4 dice more found and named, no false one
-    #: (at 0.3 and 0.6 sure of the die, a false one in dev's deep shade).
+    #: at least shade_unread_identity sure which die it is, as its body colour says: a die left
+    #: out of the roll is worse than one to set by hand. Chosen on the dev split, the Tally
+    #: check set's rolls r00-r04 and its other rolls, dev, lean and the check set in the
+    #: calibration bench's lamps and dev as other cameras would take it: 4 dice more found and
+    #: named, no false one (at 0.3 and 0.6 sure of the die, a false one in dev's deep shade; at
+    #: 0.85 rather than sure_identity's 0.95, one more die, dev's green in deep shade, on dev
+    #: and four of its five cameras). An unread die scores nothing until the player sets its face.
     shade_unread_score: float = 0.5
+    shade_unread_identity: float = 0.85
 
     def admits(self, die: FoundDie, others: Sequence[tuple[tuple[float, float], float]], read: bool = False) -> bool:
         """Whether `die` is one more die beside `others` (centre, side) already found;

@@ -816,13 +816,13 @@ class TallyReader:
             return die.die not in (None, UNSURE) and die.die not in held and die.face not in (None, UNSURE)
 
         def sure_unread(die: DieRead) -> bool:
-            # Too dark for the print to read: the finder, sure it is this die, shows the player
-            # which die to set by hand rather than leaving it out of the roll.
+            # Too dark for the print to read: the finder, sure it is this die (as its colour
+            # says), shows the player which die to set by hand rather than leaving it out of the roll.
             if die.die in (None, UNSURE) or die.die in held:
                 return False
             same = [other for other in shaded if rules.same(other, die.blob.center, die.blob.side)]
             return any(other.score >= rules.shade_unread_score
-                       and other.chances().get(die.die, 0.0) >= rules.sure_identity
+                       and other.chances().get(die.die, 0.0) >= rules.shade_unread_identity
                        for other in same)
 
         for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:

@@ -167,6 +167,19 @@ def test_a_die_in_deep_shade_the_finder_is_sure_of_is_added_for_the_player_to_se
     assert read_there(brighter, truth, nets, rules=replace(FinderRules(), shade_unread_score=math.inf)) == []
 
 
+def test_a_die_in_deep_shade_its_colour_names_is_added_where_the_finder_agrees_less_surely(nets):
+    """tallyup-s17-r04 (dev split): the green die lies in the black wall's deep shadow. With the
+    shade lifted its colour is clearly green's, and the finder takes it for the green die at
+    0.87, under sure_identity: two signs that agree (FinderRules.shade_unread_identity), so it
+    is added unread for the player to set. Over the dev split, teach and lean sets, the Tally
+    check set, those in the calibration bench's lamps and dev as other cameras would take it,
+    this adds this die (on dev and four of its five cameras) and nothing else."""
+    image, truth = one_die(FIXTURES, "tallyup-s17-r04.jpg", "green")
+    rules = FinderRules()
+    assert read_there(image, truth, nets) == [("green", "unsure")]
+    assert read_there(image, truth, nets, rules=replace(rules, shade_unread_identity=rules.sure_identity)) == []
+
+
 def test_an_unnamed_die_in_shade_is_read_again_where_the_shade_is_lifted(nets, monkeypatch):
     """lean-tallyup-s01-r01 in the calibration bench's warm light with the bluish room light
     (calibration.bench.LOOKS), uncalibrated: the blue die's blob, in the wall's shadow, is
