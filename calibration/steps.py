@@ -51,6 +51,16 @@ READY_FACES = 0.98
 #: on the dev split and the lean set: 2 of 846 below it; flat dice it misses there: 22 of 37,
 #: nearly all in a wall's shadow (test split, for the record: 12 of 360 read, 1 of 2 missed).
 DEEP_SHADE = 0.5
+#: A confirmed die whose face the scanner did not read right lay in the lamp's reflection when
+#: at least WASHED_SHARE of the middle of its top face (a square WASHED_MIDDLE of its side
+#: across) is near white, every channel at least NEAR_WHITE of the frame's light level: a
+#: glossy face mirrors the lamp, and body and print alike turn white (the tray's floor, matte,
+#: need not show any glare). Of the flat dice the Tally reader did not read right on the dev
+#: split, the teach and lean sets and the check set (fixtures/tallycheck), 33 of 75 are washed
+#: out so; of those it read right, 27 of 1493 (a print that still shows).
+WASHED_SHARE = 0.95
+WASHED_MIDDLE = 0.6
+NEAR_WHITE = 0.85
 
 
 # -- step 1: framing --------------------------------------------------------------------------
@@ -642,6 +652,7 @@ def check(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
     cards: dict[str, Scorecard] = {}
     brightness: list[float] = []
     shaded: list[str] = []  # where the missed dice in deep shade lay
+    washed: list[str] = []  # where the dice not read right in the lamp's reflection lay
     for index, (image, dice) in enumerate(rolls):
         dice_set = "tossup" if all(d.die == "tossup" for d in dice) else "tallyup"
         card = cards.setdefault(dice_set, Scorecard())
@@ -649,6 +660,7 @@ def check(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
         card.add(f"roll {index + 1}", labels, readings)
         brightness.append(light_level(image))
         shaded.extend(_missed_in_shade(image, labels, readings, brightness[-1]))
+        washed.extend(_unread_in_glare(image, labels, readings, brightness[-1]))
     problems: list[str] = []
     if not rolls:
         problems.append("nothing confirmed yet: roll the dice in steps 4 and 5")
@@ -679,9 +691,12 @@ def check(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
         if isinstance(faces, float) and not math.isnan(faces) and faces < READY_FACES:
             problems.append(f"{name} faces read right only {faces:.0%} of the time: confirm a few more rolls")
     if shaded:
-        places = ", ".join(f"{count} at {place}" for place, count in Counter(shaded).most_common())
-        problems.append(f"{len(shaded)} of the missed dice lay in deep shadow ({places}): light the tray from "
-                        "above, so that its walls cast no deep shadow")
+        problems.append(f"{len(shaded)} of the missed dice lay in deep shadow ({_places(shaded)}): light the tray "
+                        "from above, so that its walls cast no deep shadow")
+    if washed:
+        problems.append(f"{len(washed)} of the dice not read right lay in the lamp's reflection, their faces washed "
+                        f"out white ({_places(washed)}): move the lamp off to one side of the tray, or soften it "
+                        "with a shade, so that the dice do not mirror it")
     if coverage is not None and not coverage.complete:
         problems.append(f"{len(coverage.missing)} Tally faces not seen often enough yet: roll the Tally Dice again")
     return CheckResult(summary, confusion, tuple(problems), light)
@@ -700,6 +715,36 @@ def _missed_in_shade(image: np.ndarray, labels: Sequence[LabelledDie], readings:
         if square.size and float(np.percentile(square.max(axis=2), 90)) < DEEP_SHADE * light:
             places.append(_where(*die.center, width, height))
     return places
+
+
+def _unread_in_glare(image: np.ndarray, labels: Sequence[LabelledDie], readings: Sequence[DieReading],
+                     light: float) -> list[str]:
+    """Where (`_where`) each flat die of `labels` lay that `readings` did not read right (missed,
+    unsure or wrong) whose top face is washed out (`washed_out`)."""
+    pairs = dict(match(labels, readings))
+    height, width = image.shape[:2]
+    places = []
+    for index, die in enumerate(labels):
+        reading = readings[pairs[index]] if index in pairs else None
+        if die.cocked or reading is not None and (reading.die, reading.face) == (die.die, die.face):
+            continue
+        if washed_out(image, die, light):
+            places.append(_where(*die.center, width, height))
+    return places
+
+
+def washed_out(image: np.ndarray, die: LabelledDie, light: float) -> bool:
+    """Whether the middle of `die`'s top face is white with the lamp's reflection (WASHED_SHARE),
+    against the frame's `light_level`."""
+    middle = square_around(image, die.center, WASHED_MIDDLE * die.size / 2)
+    if not middle.size:
+        return False
+    return float(np.mean(middle.min(axis=2) >= NEAR_WHITE * light)) >= WASHED_SHARE
+
+
+def _places(places: Sequence[str]) -> str:
+    """'2 at the left, 1 at the middle': how many of something lay where, most first."""
+    return ", ".join(f"{count} at {place}" for place, count in Counter(places).most_common())
 
 
 def light_level(image: np.ndarray) -> float:

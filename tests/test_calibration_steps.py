@@ -26,7 +26,7 @@ from fixtures.studio.plan import STILL_SIZE, draw_setup
 from scanner.evaluate import match
 from scanner.labels import LabelledPhoto, load_photo_label, photo_labels
 from scanner.reader import Scanner, load_scanner, subtract_black_level
-from scanner.tossup import TossUpParams, order_clockwise, read_tossup
+from scanner.tossup import TossUpParams, order_clockwise, read_tossup, square_around
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EMPTIES = sorted((FIXTURES / "tossup").glob("*-empty.json")) + sorted((FIXTURES / "tallyup").glob("*-empty.json"))
@@ -370,6 +370,30 @@ def test_the_verdict_names_dice_missed_in_a_walls_deep_shadow():
     # missed now are lit, so no miss is put down to a shadow.
     lit = _check([np.clip(_photo(photo.image).astype(np.float32) * 3.0, 0, 255).astype(np.uint8)], photo)
     assert not any("deep shadow" in p for p in lit.problems), lit.problems
+
+
+def test_the_verdict_names_dice_whose_faces_the_lamps_reflection_washed_out():
+    # Dev table tallyup-s12, roll 1: the lamp's reflection turns four Tally dice's top faces
+    # white, print and all, and none of them is read; the red, green and Up Dice are read right.
+    # The tray's floor, patterned cloth, shows no glare of its own.
+    photo = next(p for p in photo_labels(FIXTURES / "tallyup") if p.image.name == "tallyup-s12-r01.jpg")
+    image = _photo(photo.image)
+    scanner = Scanner("tallyup")
+    result = check([(image, confirmed_from_labels(photo.dice))], lambda frame, _: scanner.read(frame), None, 48.0,
+                   (1280, 720))
+    washed = [p for p in result.problems if "reflection" in p]
+    assert len(washed) == 1 and washed[0].startswith("4 of the dice not read right lay in the lamp's reflection"), \
+        result.problems
+    assert not any(p.startswith("glare on") for p in result.problems)  # nothing blown out on the floor
+    # The same faces with their colour back (the reflection taken off): no die is put down to it.
+    unwashed = image.copy()
+    for die in photo.dice:
+        if die.die in ("orange", "yellow", "blue", "purple"):
+            middle = square_around(unwashed, die.center, 0.35 * die.size)
+            middle[:] = (60, 60, 180)
+    repainted = check([(unwashed, confirmed_from_labels(photo.dice))], lambda frame, _: scanner.read(frame), None,
+                      48.0, (1280, 720))
+    assert not any("reflection" in p for p in repainted.problems), repainted.problems
 
 
 def test_the_calibration_bench_reads_tally_dice_built_in_and_taught_in_the_changed_light(monkeypatch):
