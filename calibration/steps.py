@@ -10,6 +10,7 @@ value the page can show; the session (calibration/session.py) keeps the state.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import logging
 import math
@@ -24,6 +25,7 @@ from scanner.evaluate import Scorecard, match
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie
 from scanner.reader import Scanner, brightened, subtract_black_level
+from scanner.shade import Brightness, washed_out
 from scanner.tally_model import DIE_FACES
 from scanner.tossup import TossUpParams, find_insets, illuminant, order_clockwise, read_colour, square_around, work_frame
 
@@ -51,16 +53,6 @@ READY_FACES = 0.98
 #: on the dev split and the lean set: 2 of 846 below it; flat dice it misses there: 22 of 37,
 #: nearly all in a wall's shadow (test split, for the record: 12 of 360 read, 1 of 2 missed).
 DEEP_SHADE = 0.5
-#: A confirmed die whose face the scanner did not read right lay in the lamp's reflection when
-#: at least WASHED_SHARE of the middle of its top face (a square WASHED_MIDDLE of its side
-#: across) is near white, every channel at least NEAR_WHITE of the frame's light level: a
-#: glossy face mirrors the lamp, and body and print alike turn white (the tray's floor, matte,
-#: need not show any glare). Of the flat dice the Tally reader did not read right on the dev
-#: split, the teach and lean sets and the check set (fixtures/tallycheck), 33 of 75 are washed
-#: out so; of those it read right, 27 of 1493 (a print that still shows).
-WASHED_SHARE = 0.95
-WASHED_MIDDLE = 0.6
-NEAR_WHITE = 0.85
 
 
 # -- step 1: framing --------------------------------------------------------------------------
@@ -660,7 +652,7 @@ def check(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
         card.add(f"roll {index + 1}", labels, readings)
         brightness.append(light_level(image))
         shaded.extend(_missed_in_shade(image, labels, readings, brightness[-1]))
-        washed.extend(_unread_in_glare(image, labels, readings, brightness[-1]))
+        washed.extend(_unread_in_glare(image, labels, readings))
     problems: list[str] = []
     if not rolls:
         problems.append("nothing confirmed yet: roll the dice in steps 4 and 5")
@@ -717,29 +709,24 @@ def _missed_in_shade(image: np.ndarray, labels: Sequence[LabelledDie], readings:
     return places
 
 
-def _unread_in_glare(image: np.ndarray, labels: Sequence[LabelledDie], readings: Sequence[DieReading],
-                     light: float) -> list[str]:
+def _unread_in_glare(image: np.ndarray, labels: Sequence[LabelledDie], readings: Sequence[DieReading]) -> list[str]:
     """Where (`_where`) each flat die of `labels` lay that `readings` did not read right (missed,
-    unsure or wrong) whose top face is washed out (`washed_out`)."""
+    unsure or wrong) whose top face the lamp's reflection washed out (scanner.shade.washed_out).
+    Of the flat dice the Tally reader did not read right on the dev split, the teach and lean
+    sets and the check set (fixtures/tallycheck), 33 of 76 are washed out so (29 of the 44 whose
+    die it named but whose face it left unsure); of those it read right, 18 of 1492 (a print that
+    still shows)."""
     pairs = dict(match(labels, readings))
+    white = functools.cache(lambda: Brightness(image).white)
     height, width = image.shape[:2]
     places = []
     for index, die in enumerate(labels):
         reading = readings[pairs[index]] if index in pairs else None
         if die.cocked or reading is not None and (reading.die, reading.face) == (die.die, die.face):
             continue
-        if washed_out(image, die, light):
+        if washed_out(image, die.center, die.size, white()):
             places.append(_where(*die.center, width, height))
     return places
-
-
-def washed_out(image: np.ndarray, die: LabelledDie, light: float) -> bool:
-    """Whether the middle of `die`'s top face is white with the lamp's reflection (WASHED_SHARE),
-    against the frame's `light_level`."""
-    middle = square_around(image, die.center, WASHED_MIDDLE * die.size / 2)
-    if not middle.size:
-        return False
-    return float(np.mean(middle.min(axis=2) >= NEAR_WHITE * light)) >= WASHED_SHARE
 
 
 def _places(places: Sequence[str]) -> str:

@@ -30,6 +30,9 @@ class DieReading:
     confidence: float = 0.0
     cocked: bool = False
     size: float = 0.0  # top-face side in pixels
+    #: Its face unread, the top face lies white in the lamp's reflection (scanner.shade.washed_out):
+    #: the player can do something about that (move the lamp), not only tap the face in.
+    glare: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -39,6 +42,7 @@ class DieReading:
             "center": [round(float(self.center[0]), 1), round(float(self.center[1]), 1)],
             "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in self.corners],
             "cocked": bool(self.cocked),
+            "glare": bool(self.glare),
         }
 
 

@@ -16,7 +16,7 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup, find_in_shade
 from scanner.frames import DieReading
 from scanner.lean_net import LeanNet, finder_leaning_at, may_lean
-from scanner.shade import Brightness, lifted_around
+from scanner.shade import Brightness, lifted_around, marked_in_glare
 from scanner.tally import TallyReader
 from scanner.tally_model import TallyModel, default_model
 from scanner.top_face import TopFaceNet
@@ -118,11 +118,12 @@ class Scanner:
         # Compared with the stray light off both: it lifts die and tray alike, and so shrinks
         # their difference relative to the brightness.
         readings = drop_empty_look(readings, cleaned, self._empty_tray_cleaned)
-        if self.lean_net is None or not found:
-            return readings
-        # Last, on the dice kept: the lean net looks again at each one that may lean.
-        suspects = may_lean(readings, [finder_leaning_at(found, r, self.finder_rules) for r in readings])
-        return self.lean_net.flagged(cleaned, readings, suspects)
+        if self.lean_net is not None and found:
+            # On the dice kept: the lean net looks again at each one that may lean.
+            suspects = may_lean(readings, [finder_leaning_at(found, r, self.finder_rules) for r in readings])
+            readings = self.lean_net.flagged(cleaned, readings, suspects)
+        # Last: which of the faces left unread lie in the lamp's reflection, for the player to hear why.
+        return marked_in_glare(cleaned, readings)
 
     def _tossup_params(self, image: np.ndarray) -> TossUpParams:
         """The Toss Up parameters for this frame. With a black level taken off, the white

@@ -16,11 +16,14 @@ and its hue stays (all three channels are scaled alike).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import cv2
 import numpy as np
+
+from scanner.frames import UNSURE, DieReading
+from scanner.tossup import square_around
 
 #: Side of a shade cell in pixels of a 1280 px wide frame: about half a die.
 CELL = 16
@@ -124,3 +127,40 @@ class Brightness:
         if not cv2.countNonZero(inside):
             return 0.0
         return float(np.median(value[inside > 0])) / self.white
+
+
+#: A die's top face lies in the lamp's reflection when at least WASHED_SHARE of its middle (a
+#: square WASHED_MIDDLE of its side across) is near white, every channel at least NEAR_WHITE of
+#: the frame's white (Brightness.white): a glossy face mirrors the lamp, and body and print
+#: alike turn white, where the matte floor need not show any glare. Of the 75 Tally readings
+#: left unread on the dev split, the teach and lean sets and the check set (fixtures/tallycheck),
+#: 32 are so marked; the renderer's own record (scene.glare_fraction) puts 31 of them at least
+#: half under the lamp's highlight (the other lies white but for a faint print), and of those it
+#: puts at least three quarters under, none is left unmarked (at 0.95, 6 are).
+WASHED_SHARE = 0.9
+WASHED_MIDDLE = 0.6
+NEAR_WHITE = 0.85
+
+
+def washed_out(image: np.ndarray, center: tuple[float, float], side: float, white: float) -> bool:
+    """Whether the top face of `side` pixels about `center` is washed out white by the lamp's
+    reflection, against the frame's `white` (see WASHED_SHARE)."""
+    middle = square_around(image, center, WASHED_MIDDLE * side / 2)
+    if not middle.size:
+        return False
+    return float(np.mean(middle.min(axis=2) >= NEAR_WHITE * white)) >= WASHED_SHARE
+
+
+def marked_in_glare(image: np.ndarray, readings: Sequence[DieReading]) -> list[DieReading]:
+    """`readings`, each unread one lying flat (its face unsure) whose top face is washed out
+    marked `glare`. The frame's white is measured only where there is one."""
+    unread = [index for index, reading in enumerate(readings) if reading.face == UNSURE and not reading.cocked]
+    if not unread:
+        return list(readings)
+    white = Brightness(image).white
+    marked = list(readings)
+    for index in unread:
+        reading = readings[index]
+        if washed_out(image, reading.center, reading.size, white):
+            marked[index] = replace(reading, glare=True)
+    return marked

@@ -47,8 +47,19 @@ def _common_problems(dice: Sequence[Mapping[str, Any]]) -> list[Problem]:
         problems.append(Problem("cocked", f"{_plural(len(cocked), 'die')} cocked: re-roll {'it' if len(cocked) == 1 else 'them'}", cocked))
     unsure = tuple(i for i, d in enumerate(dice) if not d.get("cocked") and d.get("face") in (None, UNSURE))
     if unsure:
-        problems.append(Problem("unsure", f"could not read {_plural(len(unsure), 'die')}: tap to set the face", unsure))
+        problems.append(Problem("unsure", f"could not read {_plural(len(unsure), 'die')}: tap to set the face"
+                                + _in_glare(dice, unsure), unsure))
     return problems
+
+
+def _in_glare(dice: Sequence[Mapping[str, Any]], unread: Sequence[int]) -> str:
+    """What to add to the message about the `unread` dice where the scanner saw some of them
+    washed out by the lamp's reflection (the reading's "glare"): the player can move the lamp."""
+    glare = sum(bool(dice[i].get("glare")) for i in unread)
+    if not glare:
+        return ""
+    which = "it" if len(unread) == 1 else f"{glare} of them"
+    return f" (the lamp's reflection washed {which} out white: move the lamp off to one side of the tray)"
 
 
 def interpret(state: Mapping[str, Any], dice: Sequence[Mapping[str, Any]]) -> Interpretation:
@@ -86,7 +97,8 @@ def _tallyup(state: Mapping[str, Any], dice: Sequence[Mapping[str, Any]]) -> Int
         return Interpretation(problems=[Problem("not_now", f"waiting for {waiting}, not a roll")])
     unknown = tuple(i for i, d in enumerate(dice) if d.get("die") not in (*TALLY_DICE, UP_DIE))
     if unknown:
-        return Interpretation(problems=[Problem("unsure", "could not tell which die this is: tap to set it", unknown)])
+        return Interpretation(problems=[Problem("unsure", "could not tell which die this is: tap to set it"
+                                                + _in_glare(dice, unknown), unknown)])
     if phase == "up":
         ups = [i for i, d in enumerate(dice) if d["die"] == UP_DIE]
         if len(ups) != 1:

@@ -43,6 +43,25 @@ def test_tossup_cocked_and_unsure_dice_are_flagged_with_their_indexes():
     assert result.events == []
 
 
+def test_dice_left_unread_in_the_lamps_reflection_tell_the_player_to_move_the_lamp():
+    dice = toss("green", "unsure", "unsure", *["red"] * 7)
+    plain = interpret(tossup_state(), dice).problems
+    assert [p.message for p in plain] == ["could not read 2 dice: tap to set the face"]
+    dice[2]["glare"] = True
+    (unread,) = interpret(tossup_state(), dice).problems
+    assert unread.code == "unsure" and unread.dice == (1, 2)
+    assert unread.message == ("could not read 2 dice: tap to set the face (the lamp's reflection washed 1 of them out "
+                              "white: move the lamp off to one side of the tray)")
+    one = tally(red="50", blue="unsure", purple="(20)")
+    one[1]["glare"] = True
+    assert "washed it out white" in interpret(tally_game().state(), one).problems[0].message
+    unnamed = tally(red="50", unsure="unsure", purple="(20)")
+    unnamed[1]["glare"] = True
+    assert interpret(tally_game().state(), unnamed).problems[0].message == (
+        "could not tell which die this is: tap to set it (the lamp's reflection washed it out white: move the lamp "
+        "off to one side of the tray)")
+
+
 def test_tossup_reading_when_no_roll_is_due_or_the_wrong_dice():
     game = new_game("tossup", players=["Ann", "Bob"], target=1)
     play(game, {"type": "roll", "dice": ["green"] * 2 + ["red"] * 8}, {"type": "stop"})

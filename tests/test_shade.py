@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from scanner.shade import Brightness, lifted, lifted_around, measure_shade
+from scanner.frames import UNSURE, DieReading
+from scanner.shade import Brightness, lifted, lifted_around, marked_in_glare, measure_shade, washed_out
 
 
 def _floor_with_shadow(shadow: float) -> np.ndarray:
@@ -78,3 +79,29 @@ def test_brightness_is_a_share_of_the_frames_white():
     assert brightness.of([(100, 20), (140, 20), (140, 60), (100, 60)]) == pytest.approx(0.25)
     assert brightness.of([(100, 400), (140, 400), (140, 440), (100, 440)]) == 1.0
     assert brightness.of([(5000, 5000), (5040, 5000), (5040, 5040), (5000, 5040)]) == 0.0
+
+
+def _die(x: float, face: str = UNSURE, cocked: bool = False, side: float = 40.0) -> DieReading:
+    h = side / 2
+    corners = ((x - h, 300 - h), (x + h, 300 - h), (x + h, 300 + h), (x - h, 300 + h))
+    return DieReading((x, 300.0), corners, "red", face, 0.0, cocked, side)
+
+
+def test_an_unread_face_white_in_the_lamps_reflection_is_marked_glare():
+    image = np.full((720, 1280, 3), 60, np.uint8)
+    image[:40] = 250  # the frame's white: a pale wall
+    image[280:320, 180:220] = 250  # washed out: body and print alike white
+    image[280:320, 480:520] = (40, 40, 200)  # a red face...
+    image[292:308, 492:508] = 250  # ...with its white print
+    image[280:320, 780:820] = 250
+    image[298:301, 790:810] = 90  # a print stroke through the middle: not all of it white
+    image[280:320, 1080:1120] = 250
+    white = Brightness(image).white
+    assert washed_out(image, (200.0, 300.0), 40.0, white)
+    assert not washed_out(image, (500.0, 300.0), 40.0, white)
+    assert not washed_out(image, (800.0, 300.0), 40.0, white)
+    assert not washed_out(image, (-100.0, 300.0), 40.0, white)  # off the frame
+    dice = [_die(200), _die(500), _die(800), _die(1100, cocked=True), _die(1100, face="50")]
+    assert [d.glare for d in marked_in_glare(image, dice)] == [True, False, False, False, False]
+    assert marked_in_glare(image, dice[1:3]) == dice[1:3]
+    assert marked_in_glare(image, dice)[0].to_json()["glare"] is True

@@ -28,6 +28,7 @@ from scanner.cli import bench_videos
 from scanner.evaluate import PERTURBATIONS, Scorecard, score_perturbed
 from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules
+from scanner.frames import UNSURE
 from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
 from scanner.tally import TallyReader
@@ -61,6 +62,17 @@ def test_the_built_in_look_reads_the_test_split_without_confident_mistakes():
     assert summary["wrong_confident_rate"] <= 0.002, card.failures
     assert summary["face_accuracy"] >= 0.96, card.confusion_table()
     assert summary["read_right_of_all"] >= 0.95, card.confusion_table()
+
+
+def test_faces_left_unread_in_the_lamps_reflection_are_marked_glare():
+    """tallyup-s12-r01 (dev split): the lamp's reflection turns four Tally dice's top faces white,
+    print and all, and they are left unread; the scanner marks those (DieReading.glare), so the
+    table can tell the player to move the lamp, and none of the dice it read."""
+    label = next(label for label in photo_labels(FIXTURES) if label.image.name == "tallyup-s12-r01.jpg")
+    readings = Scanner("tallyup").read(cv2.imread(str(label.image)))
+    assert sorted(r.die for r in readings if r.glare) == ["blue", "orange", "purple", "yellow"]
+    assert all(r.face == UNSURE for r in readings if r.glare)
+    assert sum(r.face != UNSURE for r in readings) == 3
 
 
 def test_empty_trays_have_no_dice():
