@@ -225,6 +225,8 @@
   Editor.prototype.render = function () {
     var self = this, shot = this.shot;
     var unsure = this.dice.filter(function (d) { return !d.die || !d.face || d.face === "unsure" || d.die === "unsure"; }).length;
+    // Dice whose faces the lamp's reflection washed out: naming them here teaches nothing, moving the lamp helps.
+    var glare = shot.dice.filter(function (d) { return d.glare; }).length;
     this.box.classList.remove("hidden");
     this.box.innerHTML = '<div class="photowrap calphoto"><img class="photo" alt="the roll" src="' + esc(shot.url) + '">' +
       '<svg class="overlay rolloverlay" viewBox="0 0 ' + shot.width + " " + shot.height + '" aria-label="the roll; tap where a die was missed">' +
@@ -234,6 +236,8 @@
           : '<circle data-i="' + i + '" cx="' + d.center[0] + '" cy="' + d.center[1] + '" r="' + shot.width / 60 + '"/>';
       }).join("") + "</svg></div>" +
       '<p class="muted">' + this.dice.length + " dice" + (unsure ? " · <b>" + unsure + " to name</b>" : "") + "</p>" +
+      (glare ? '<p class="warn glarenote">The lamp\'s reflection washed ' + (glare === 1 ? "1 die" : glare + " dice") +
+        " out white: move the lamp off to one side of the tray, then roll again.</p>" : "") +
       '<div class="dice rolldice">' + this.dice.map(function (d, i) {
         var attrs = 'data-i="' + i + '" data-x="' + d.center[0] + '" data-y="' + d.center[1] + '" data-die="' +
           esc(d.die || "") + '" data-face="' + esc(d.face || "") + '" tabindex="0"';
