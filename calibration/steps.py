@@ -651,8 +651,9 @@ def check(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
         labels, readings = [d.labelled() for d in dice], read(image, dice_set)
         card.add(f"roll {index + 1}", labels, readings)
         brightness.append(light_level(image))
-        shaded.extend(_missed_in_shade(image, labels, readings, brightness[-1]))
-        washed.extend(_unread_in_glare(image, labels, readings))
+        lost_in_shade, lost_in_glare = _where_lost(image, labels, readings, brightness[-1])
+        shaded.extend(lost_in_shade)
+        washed.extend(lost_in_glare)
     problems: list[str] = []
     if not rolls:
         problems.append("nothing confirmed yet: roll the dice in steps 4 and 5")
@@ -694,24 +695,13 @@ def check(rolls: Sequence[tuple[np.ndarray, Sequence[ConfirmedDie]]],
     return CheckResult(summary, confusion, tuple(problems), light)
 
 
-def _missed_in_shade(image: np.ndarray, labels: Sequence[LabelledDie], readings: Sequence[DieReading],
-                     light: float) -> list[str]:
-    """Where (`_where`) each die of `labels` lay that `readings` missed in deep shade (DEEP_SHADE)."""
-    found = {li for li, _ in match(labels, readings)}
-    height, width = image.shape[:2]
-    places = []
-    for index, die in enumerate(labels):
-        if index in found or die.cocked:
-            continue
-        square = square_around(image, die.center, 0.6 * die.size)
-        if square.size and float(np.percentile(square.max(axis=2), 90)) < DEEP_SHADE * light:
-            places.append(_where(*die.center, width, height))
-    return places
+def _where_lost(image: np.ndarray, labels: Sequence[LabelledDie], readings: Sequence[DieReading],
+                light: float) -> tuple[list[str], list[str]]:
+    """Where (`_where`) the flat dice of `labels` lay that `readings` did not read right, and why
+    it can be seen: (those missed in deep shade (DEEP_SHADE, against the frame's `light_level`),
+    those missed, unsure or wrong whose top face the lamp's reflection washed out
+    (scanner.shade.washed_out)).
 
-
-def _unread_in_glare(image: np.ndarray, labels: Sequence[LabelledDie], readings: Sequence[DieReading]) -> list[str]:
-    """Where (`_where`) each flat die of `labels` lay that `readings` did not read right (missed,
-    unsure or wrong) whose top face the lamp's reflection washed out (scanner.shade.washed_out).
     Of the flat dice the Tally reader did not read right on the dev split, the teach and lean
     sets and the check set (fixtures/tallycheck), 33 of 76 are washed out so (29 of the 44 whose
     die it named but whose face it left unsure); of those it read right, 18 of 1492 (a print that
@@ -719,14 +709,18 @@ def _unread_in_glare(image: np.ndarray, labels: Sequence[LabelledDie], readings:
     pairs = dict(match(labels, readings))
     white = functools.cache(lambda: Brightness(image).white)
     height, width = image.shape[:2]
-    places = []
+    shaded: list[str] = []
+    washed: list[str] = []
     for index, die in enumerate(labels):
         reading = readings[pairs[index]] if index in pairs else None
         if die.cocked or reading is not None and (reading.die, reading.face) == (die.die, die.face):
             continue
+        square = square_around(image, die.center, 0.6 * die.size)
+        if reading is None and square.size and float(np.percentile(square.max(axis=2), 90)) < DEEP_SHADE * light:
+            shaded.append(_where(*die.center, width, height))
         if washed_out(image, die.center, die.size, white()):
-            places.append(_where(*die.center, width, height))
-    return places
+            washed.append(_where(*die.center, width, height))
+    return shaded, washed
 
 
 def _places(places: Sequence[str]) -> str:
