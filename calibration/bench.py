@@ -6,10 +6,12 @@ optionally with a coloured room light on top (an additive cast that dividing by 
 cannot take out). The uncalibrated scanner reads the changed photos with the defaults; the
 calibrated one with what the wizard's own functions (`calibration.steps`) learn from a few
 changed-look photos whose dice are confirmed from their labels, as a user would confirm them.
-Dimming a render in code keeps what its lamp clipped: such a patch keeps the hue clipping gave
-it but loses the clipping mark (a channel at 253 and above) that the Tally reader looks for, while
-a real lamp at half the light would not have clipped it. tallyup-s08's orange die (64 % of its
-top face clipped) is so named yellow under the changed looks, its face read right.
+Dimming a render in code keeps what its lamp clipped, where a real lamp at half the light would
+not have clipped it: such a patch keeps the hue clipping gave it (an orange die looks yellow),
+its pixels piled at 96-172 instead of 255. Uncalibrated, the Tally reader takes no pile so low
+for clipping (scanner.tally_blobs.CLIP_LOWEST), and such a die may be named by its hue: tallyup-s08's
+orange die (64 % of its top face clipped) is named yellow so. Calibrated, the light gains
+brighten the picture back and the pile lies near the top again, where the reader finds it.
 
 Two ways of calibrating are reported: from a few dev-split photos of other tables (the reader
 parameters only, the test tables never seen), and per test table as the wizard does it on the

@@ -76,7 +76,7 @@ from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie, find_in
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
 from scanner.shade import Brightness, lifted_around
-from scanner.tally_blobs import Blob, blown_share, choose_dice, find_blobs, label_pixels
+from scanner.tally_blobs import Blob, blown_share, choose_dice, clip_levels, find_blobs, label_pixels
 from scanner.tally_colour import (
     among_nearest, assign_identities, balance_gains, balanced, clipped_distances, colour_distances, held_elsewhere,
     lab_of, nearest_die, nearest_free, relit_distances,
@@ -653,7 +653,9 @@ class TallyReader:
         traced_by_net = functools.cache(lambda: [] if finder is None else finder.find(
             image, half, min(self.finder_rules.shade_trace, finder.threshold)))
         found_by_net = functools.cache(lambda: [die for die in traced_by_net() if die.score >= finder.threshold])
-        found = find_blobs(image, self.compiled, self.model, self.params, gains, half)
+        # Where this frame clips (a profile's black level taken off moves a clipped 255 down).
+        clip = clip_levels(image)
+        found = find_blobs(image, self.compiled, self.model, self.params, gains, half, clip)
         dice, typical = self._read_blobs(image, gains, found, found_by_net, with_faces)
         complete = with_faces and {d.die for d in dice if d.face not in (None, UNSURE)} >= set(self.model.bodies)
         if self.finder is not None and not complete:
@@ -663,7 +665,7 @@ class TallyReader:
                 # Before the finder's dice are named: a light patch of tray read as the Up Die
                 # would hold that name from the die itself (unnamed dice wait for the shade pass).
                 dice = self._without_unseen(dice, traced_by_net(), image.shape, unnamed=False)
-            dice = self._with_found(image, gains, dice, found_by_net(), typical, with_faces)
+            dice = self._with_found(image, gains, dice, found_by_net(), typical, with_faces, clip)
         if with_faces and not complete:
             dice = self._with_shaded(image, gains, half, dice, traced_by_net(), typical)
         if with_faces and self.finder is not None and any(d.face in (None, UNSURE) for d in dice):
@@ -957,7 +959,7 @@ class TallyReader:
         return (guess, FINDER_CHOICE_CONFIDENCE) if chances.get(guess, 0.0) >= sure else (UNSURE, 0.0)
 
     def _with_found(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead], found: Sequence[FoundDie],
-                    typical: float | None, with_faces: bool) -> list[DieRead]:
+                    typical: float | None, with_faces: bool, clip: Sequence[int] | None = None) -> list[DieRead]:
         """`dice` plus the dice the finder found that the colour blobs missed (a white Up Die
         on a white board, a die in a wall's shadow): named when the finder and the body colour
         agree, or the body colour and the print do, or the finder and the print do (see
@@ -965,8 +967,9 @@ class TallyReader:
         by the templates. The finder's word on leaning flags one only where
         FinderRules.tally_leaning says so. A die touching another that the finder scores below
         near_score is added only when it is named and its face read (see
-        FinderRules.read_near_score)."""
+        FinderRules.read_near_score). `clip`: the image's clip_levels, when measured already."""
         rules = self.finder_rules
+        clip = clip_levels(image) if clip is None else clip
         result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         for die in found:
@@ -977,7 +980,7 @@ class TallyReader:
             quad = np.float32(die.corners())
             colours = self._body_distances(image, gains, quad)
             name, chance = self._found_identity(die, colours, held)
-            blown = blown_share(image, quad) > self.params.max_clipped
+            blown = blown_share(image, quad, clip) > self.params.max_clipped
             if name == UNSURE and blown:
                 name, chance = self._named_by_rim(die, rim_shares(image, gains, quad, self.compiled), held)
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))

@@ -23,12 +23,55 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from scanner.shade import brightest_channel
 from scanner.tally_colour import balanced, colour_distances
 from scanner.tally_model import LUT_BINS, TallyModel, TallyParams, ink_sign_of
 from scanner.tally_prints import Compiled, median, row_mean
 from scanner.tossup import half_size, order_clockwise
 from scorekeeper.rules.dice import UP_DIE
+
+
+#: Where a camera's 8-bit channel counts as clipped when its frame shows no pile below 255
+#: (see clip_levels): JPEG's ringing leaves a clipped 255 at 253-255.
+CAMERA_CLIP = (253, 253, 253)
+#: clip_levels: a channel's top value (held by at least CLIP_MIN_SHARE of the pixels) is a pile
+#: of clipped pixels when it holds CLIP_PILE times as many as any of the CLIP_REACH values below
+#: it and lies at CLIP_LOWEST or above. A camera's picture clips near the top, also with a
+#: profile's black level taken off (it would take one of 55) or brightened back by its light
+#: gains. The calibration bench's renders dimmed in code and read uncalibrated pile at 96-172:
+#: marking those piles read as many dice worse as better over the tuning sets.
+CLIP_MIN_SHARE = 0.0005
+CLIP_PILE = 2.0
+CLIP_REACH = 6
+CLIP_LOWEST = 200
+
+
+def clip_levels(image: np.ndarray) -> tuple[int, int, int]:
+    """Per channel (B, G, R), the value from which a pixel of `image` counts as clipped.
+
+    A sensor clips at its full well, and the picture shows it as a pile of pixels at one top
+    value: 255 as the camera gives it, lower once a profile's black level is taken off (stray
+    light of 10 puts a clipped 255 at 245, and 253 would find no clipping at all). A channel
+    clipped there has lost a die's hue as much (an orange die turns yellow), so clipping is
+    looked for where the pile lies, as far below it as 253 is below 255 (CAMERA_CLIP).
+    """
+    levels = []
+    # Every fourth pixel each way shows the pile as well, in a fifth of the time.
+    sample = np.ascontiguousarray(image[::4, ::4])
+    pixels = sample.shape[0] * sample.shape[1]
+    for channel in range(3):
+        counts = cv2.calcHist([sample], [channel], None, [256], [0, 256]).ravel()
+        top = int(np.flatnonzero(counts >= CLIP_MIN_SHARE * pixels).max(initial=0))
+        below = counts[max(top - CLIP_REACH, 0):top]
+        piled = top >= CLIP_LOWEST and counts[top] >= CLIP_PILE * max(float(below.max(initial=0.0)), 1.0)
+        levels.append(min(top - round(2 * top / 255), CAMERA_CLIP[channel]) if piled else CAMERA_CLIP[channel])
+    return levels[0], levels[1], levels[2]
+
+
+def at_clip(image: np.ndarray, clip: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(255 where any channel of `image` is at its `clip` level, 255 where all three are)."""
+    masks = [cv2.compare(image[..., channel], int(clip[channel]), cv2.CMP_GE) for channel in range(3)]
+    return (cv2.bitwise_or(cv2.bitwise_or(masks[0], masks[1]), masks[2]),
+            cv2.bitwise_and(cv2.bitwise_and(masks[0], masks[1]), masks[2]))
 
 
 @dataclass
@@ -40,7 +83,7 @@ class Blob:
     aspect: float
     fill: float  # blob area / its bounding rectangle's area: how die-like it is
     lab: np.ndarray  # mean balanced Lab of the top face's body pixels
-    clipped: float = 0.0  # share of those pixels that the camera clipped (a channel at 255)
+    clipped: float = 0.0  # share of those pixels that the camera clipped (a channel, not all three, at its clip level)
     #: Every square that may be the top face (the print decides); `quad` is the first.
     candidates: list[np.ndarray] = field(default_factory=list)
     colours: list[np.ndarray] = field(default_factory=list)  # body Lab on each candidate
@@ -74,7 +117,8 @@ def label_pixels(lab: np.ndarray, compiled: Compiled) -> np.ndarray:
 
 def _refine(image: np.ndarray, gains: np.ndarray, compiled: Compiled, index: int, box: tuple[int, int, int, int],
             min_side: float, max_side: float, band: np.ndarray | None = None, blob: np.ndarray | None = None,
-            ink_sign: int = 0) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray, float] | None:
+            ink_sign: int = 0, clip: Sequence[int] = CAMERA_CLIP
+            ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray, float] | None:
     """(die outline, top-face candidate quads, body mask, Lab window, clipped share) inside `box`.
 
     The half-resolution blob only says where to look: the outline and the body colour are
@@ -118,9 +162,8 @@ def _refine(image: np.ndarray, gains: np.ndarray, compiled: Compiled, index: int
             quads.append(printed)
     # Clipping some channels but not all changes a colour's hue (a white die clips in all
     # three and stays white).
-    high = cv2.max(cv2.max(window[..., 0], window[..., 1]), window[..., 2])
-    low = cv2.min(cv2.min(window[..., 0], window[..., 1]), window[..., 2])
-    saturated = cv2.bitwise_and(cv2.compare(high, 253, cv2.CMP_GE), cv2.compare(low, 253, cv2.CMP_LT))
+    some, every = at_clip(window, clip)
+    saturated = cv2.bitwise_and(some, cv2.bitwise_not(every))
     clipped = cv2.countNonZero(cv2.bitwise_and(saturated, body)) / max(cv2.countNonZero(body), 1)
     return outline, quads, body, lab, clipped
 
@@ -244,17 +287,17 @@ def top_face_candidates(points: np.ndarray) -> list[np.ndarray]:
     return kept
 
 
-def blown_share(image: np.ndarray, quad: np.ndarray) -> float:
-    """The share of the pixels inside `quad` that the camera blew out (a channel at 253+)."""
+def blown_share(image: np.ndarray, quad: np.ndarray, clip: Sequence[int] = CAMERA_CLIP) -> float:
+    """The share of the pixels inside `quad` that the camera blew out (a channel at its `clip`)."""
     x, y, w, h = cv2.boundingRect(np.int32(np.round(quad)))
     x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, image.shape[1]), min(y + h, image.shape[0])
     if x1 <= x0 or y1 <= y0:
         return 0.0
-    high = brightest_channel(image[y0:y1, x0:x1])
-    mask = np.zeros(high.shape, np.uint8)
+    blown, _ = at_clip(image[y0:y1, x0:x1], clip)
+    mask = np.zeros(blown.shape, np.uint8)
     cv2.fillConvexPoly(mask, np.int32(np.round(quad)) - np.int32([x0, y0]), 255)
     inside = max(cv2.countNonZero(mask), 1)
-    return cv2.countNonZero(cv2.bitwise_and(cv2.compare(high, 253, cv2.CMP_GE), mask)) / inside
+    return cv2.countNonZero(cv2.bitwise_and(blown, mask)) / inside
 
 
 def _outer_contours(mask: np.ndarray) -> list[np.ndarray]:
@@ -290,11 +333,11 @@ def _body_colour(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def find_blobs(image: np.ndarray, compiled: Compiled, model: TallyModel, params: TallyParams,
-               gains: np.ndarray, half: np.ndarray | None = None) -> list[Blob]:
+               gains: np.ndarray, half: np.ndarray | None = None, clip: Sequence[int] = CAMERA_CLIP) -> list[Blob]:
     """Candidate top faces per die colour: found at half resolution, measured at full.
 
     `half`: the frame's `tossup.half_size`, when made already (the die finder's input starts
-    from the same halved frame).
+    from the same halved frame); `clip`: the frame's clip_levels.
     """
     scale = 2
     small = half_size(image) if half is None else half
@@ -364,7 +407,7 @@ def find_blobs(image: np.ndarray, compiled: Compiled, model: TallyModel, params:
             cv2.drawContours(footprint, [contour * scale - np.int32([x0, y0])], -1, 255, -1)
             footprint = cv2.dilate(footprint, np.ones((2 * scale + 1, 2 * scale + 1), np.uint8))
             refined = _refine(image, gains, compiled, index, (x0, y0, x1 - x0, y1 - y0), min_side, max_side, band,
-                              footprint, ink_sign_of(model, die))
+                              footprint, ink_sign_of(model, die), clip)
             if refined is None:
                 continue
             outline, quads, body, lab, clipped = refined

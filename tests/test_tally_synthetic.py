@@ -625,6 +625,55 @@ def test_a_clipped_yellow_die_s_20_is_still_told_from_its_70(model_a):
     assert (read.die, read.face) == ("yellow", "20")
 
 
+
+@pytest.mark.parametrize("level", [0, 6, 12, 30])
+def test_a_clipped_die_stays_clipped_with_a_profile_s_black_level_taken_off(level, model_a):
+    """Stray light adds to every pixel and a profile takes its black level off again; a
+    channel the camera clipped comes back at 255 minus that level, not 255. The clipping is
+    found where the frame's clipped pixels pile up (clip_levels), so a clipped die is still
+    treated as one."""
+    from scanner.reader import subtract_black_level
+    from scanner.tally import TallyReader
+
+    image, _ = draw_scene([("yellow", "20", 640, 360, 56, 0.3)], LOOK_A, BACKGROUNDS["dark_felt"], gain=1.3)
+    reader = TallyReader(model_a)
+    (plain,) = reader.read_dice(image)
+    stray = subtract_black_level(cv2.add(image, (level, level, level, 0)), (level, level, level))
+    (read,) = reader.read_dice(stray)
+    assert plain.blob.clipped > reader.params.max_clipped
+    assert read.blob.clipped == pytest.approx(plain.blob.clipped, abs=0.03)
+    assert (read.die, read.face) == ("yellow", "20")
+
+
+def _piled(top: int, count: int) -> np.ndarray:
+    """A frame whose channels spread evenly below `top`, with its first rows at `top`: `count`
+    pixels of them where clip_levels looks (every fourth pixel each way)."""
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, top, (400, 400, 3), dtype=np.uint16).astype(np.uint8)
+    image.reshape(-1, 3)[:count * 16] = top
+    return image
+
+
+@pytest.mark.parametrize("top, count, expected", [
+    (255, 400, 253),  # as the camera gives it: from 253, as ever
+    (245, 400, 243),  # stray light of 10 taken off: the pile lies lower, the level with it
+    (230, 400, 228),
+    (245, 3, 253),  # a few pixels are no pile
+    (150, 400, 253),  # far below any camera's clipping (CLIP_LOWEST): not taken for one
+])
+def test_clip_levels_follow_the_pile_of_clipped_pixels(top, count, expected):
+    from scanner.tally_blobs import clip_levels
+
+    assert clip_levels(_piled(top, count)) == (expected, expected, expected)
+
+
+def test_a_frame_without_a_pile_is_clipped_from_253():
+    from scanner.tally_blobs import CAMERA_CLIP, clip_levels
+
+    ramp = np.repeat(np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 64, axis=0), 3, axis=2)
+    assert clip_levels(ramp) == CAMERA_CLIP
+    assert clip_levels(np.zeros((64, 64, 3), np.uint8)) == CAMERA_CLIP
+
 def test_a_clipped_die_s_face_is_read_when_an_unclipped_margin_and_its_strokes_agree(model_a):
     """On a clipped die neither sign alone reads a 20 against a 70 (the margin must be wider,
     the strokes that differ are fainter): the margin an unclipped die would need and a vote
