@@ -31,7 +31,7 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder
 from scanner.frames import DieReading
 from scanner.reader import Scanner, cleaned_picture
-from scanner.shade import marked_in_glare
+from scanner.shade import marked_unread
 from scanner.tally import TallyReader
 from scanner.tally_model import TallyModel, default_model
 from scanner.top_face import TopFaceNet
@@ -237,8 +237,9 @@ class CalibrationSession:
             readings = list(Scanner("tossup", tossup=self.tossup_params(), black_level=self._black_level(),
                                     light_gains=self._light_gains(), finder=self.finder()).read(image))
         else:
-            cleaned = self._cleaned(image)
-            readings = marked_in_glare(cleaned, self._tally().read(cleaned))
+            cleaned, reader = self._cleaned(image), self._tally()
+            readings = marked_unread(cleaned, reader.read(cleaned), reader.finder_rules.shade_gain,
+                                     reader.finder_rules.shade_dark)
         # Not cut to the tray yet: the tray found in the empty photo may be a little small, and
         # the user sees (and can drop) anything read outside it.
         shot = self._add_shot(dice_set, image, readings)

@@ -33,6 +33,9 @@ class DieReading:
     #: Its face unread, the top face lies white in the lamp's reflection (scanner.shade.washed_out):
     #: the player can do something about that (move the lamp), not only tap the face in.
     glare: bool = False
+    #: Its face unread, the die lies in a wall's deep shadow (scanner.shade.in_deep_shade): the
+    #: player can light that side of the tray.
+    shade: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +46,7 @@ class DieReading:
             "corners": [[round(float(x), 1), round(float(y), 1)] for x, y in self.corners],
             "cocked": bool(self.cocked),
             "glare": bool(self.glare),
+            "shade": bool(self.shade),
         }
 
 

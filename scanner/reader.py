@@ -16,7 +16,7 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup, find_in_shade
 from scanner.frames import DieReading
 from scanner.lean_net import LeanNet, finder_leaning_at, may_lean
-from scanner.shade import Brightness, lifted_around, marked_in_glare
+from scanner.shade import Brightness, lifted_around, marked_unread
 from scanner.tally import TallyReader
 from scanner.tally_model import TallyModel, default_model
 from scanner.top_face import TopFaceNet
@@ -122,8 +122,9 @@ class Scanner:
             # On the dice kept: the lean net looks again at each one that may lean.
             suspects = may_lean(readings, [finder_leaning_at(found, r, self.finder_rules) for r in readings])
             readings = self.lean_net.flagged(cleaned, readings, suspects)
-        # Last: which of the faces left unread lie in the lamp's reflection, for the player to hear why.
-        return marked_in_glare(cleaned, readings)
+        # Last: which of the faces left unread lie in the lamp's reflection or a wall's deep
+        # shadow, for the player to hear why.
+        return marked_unread(cleaned, readings, self.finder_rules.shade_gain, self.finder_rules.shade_dark)
 
     def _tossup_params(self, image: np.ndarray) -> TossUpParams:
         """The Toss Up parameters for this frame. With a black level taken off, the white

@@ -48,18 +48,25 @@ def _common_problems(dice: Sequence[Mapping[str, Any]]) -> list[Problem]:
     unsure = tuple(i for i, d in enumerate(dice) if not d.get("cocked") and d.get("face") in (None, UNSURE))
     if unsure:
         problems.append(Problem("unsure", f"could not read {_plural(len(unsure), 'die')}: tap to set the face"
-                                + _in_glare(dice, unsure), unsure))
+                                + _why_unread(dice, unsure), unsure))
     return problems
 
 
-def _in_glare(dice: Sequence[Mapping[str, Any]], unread: Sequence[int]) -> str:
-    """What to add to the message about the `unread` dice where the scanner saw some of them
-    washed out by the lamp's reflection (the reading's "glare"): the player can move the lamp."""
+def _why_unread(dice: Sequence[Mapping[str, Any]], unread: Sequence[int]) -> str:
+    """What to add to the message about the `unread` dice where the scanner saw why (the
+    reading's "glare": washed out by the lamp's reflection; "shade": in a wall's deep shadow):
+    the player can move or add light, not only tap the faces in."""
     glare = sum(bool(dice[i].get("glare")) for i in unread)
-    if not glare:
-        return ""
-    which = "it" if len(unread) == 1 else f"{glare} of them"
-    return f" (the lamp's reflection washed {which} out white: move the lamp off to one side of the tray)"
+    shade = sum(bool(dice[i].get("shade")) for i in unread)
+    reasons = []
+    if glare:
+        which = "it" if len(unread) == 1 else f"{glare} of them"
+        reasons.append(f"the lamp's reflection washed {which} out white: move the lamp off to one side of the tray")
+    if shade:
+        which = "it" if len(unread) == 1 else f"{shade} of them"
+        reasons.append(f"{which} lay in the shadow of the tray's wall, too dark to read: "
+                       "light that side of the tray too, or raise the lamp")
+    return f" ({'; '.join(reasons)})" if reasons else ""
 
 
 def interpret(state: Mapping[str, Any], dice: Sequence[Mapping[str, Any]]) -> Interpretation:
@@ -98,7 +105,7 @@ def _tallyup(state: Mapping[str, Any], dice: Sequence[Mapping[str, Any]]) -> Int
     unknown = tuple(i for i, d in enumerate(dice) if d.get("die") not in (*TALLY_DICE, UP_DIE))
     if unknown:
         return Interpretation(problems=[Problem("unsure", "could not tell which die this is: tap to set it"
-                                                + _in_glare(dice, unknown), unknown)])
+                                                + _why_unread(dice, unknown), unknown)])
     if phase == "up":
         ups = [i for i, d in enumerate(dice) if d["die"] == UP_DIE]
         if len(ups) != 1:

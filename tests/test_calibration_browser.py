@@ -176,6 +176,11 @@ def test_the_wizard_walks_all_six_steps_and_the_scanner_reads_with_its_profile(b
         page.click("section[data-step=tossup] button.next")
 
         # 5. Tally Dice: roll after roll until every face was seen often enough
+        # A roll whose green die lies in the deep shadow of the tray's wall (tallyup-s17-r04): the
+        # editor asks for light on that side; rolling again replaces the roll, nothing confirmed.
+        camera.show(FIXTURES / "tallyup" / "tallyup-s17-r04.jpg")
+        page.click("#rolltally")
+        expect(page.locator("#tallyeditor .shadenote")).to_contain_text("1 die lay in the shadow of the tray's wall")
         teach = list(photo_labels(FIXTURES / "tallyup-teach"))
         rolls = 0
         for photo in teach:

@@ -496,3 +496,17 @@ def test_the_wizard_teaches_the_tally_dice_from_pictures_cleaned_as_the_scanner_
     assert len(taught) == 1
     assert np.array_equal(taught[0], cleaned_picture(kept, level, gains))
     assert not np.array_equal(taught[0], kept)
+
+
+def test_the_wizard_marks_a_tally_roll_s_die_left_unread_in_a_walls_deep_shadow():
+    """As the scanner marks it in a game (DieReading.shade): the roll's editor then asks to
+    light that side of the tray rather than name a die that teaches nothing. tallyup-s17-r04:
+    the green 30 in the deep shadow of the tray's wall."""
+    from calibration.session import CalibrationSession
+
+    photo = load_photo_label(FIXTURES / "tallyup" / "tallyup-s17-r04.json")
+    truth = next(d for d in photo.dice if d.die == "green")
+    dice = CalibrationSession("shade").capture_roll(_photo(photo.image), "tallyup")["shot"]["dice"]
+    assert [(d["die"], d["face"], d["shade"]) for d in dice
+            if math.dist(d["center"], truth.center) < 0.5 * truth.size] == [("green", "unsure", True)]
+    assert not any(d["shade"] for d in dice if d["face"] != "unsure")

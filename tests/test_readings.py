@@ -62,6 +62,23 @@ def test_dice_left_unread_in_the_lamps_reflection_tell_the_player_to_move_the_la
         "off to one side of the tray)")
 
 
+
+def test_dice_left_unread_in_a_walls_shadow_tell_the_player_to_light_that_side():
+    dice = tally(red="50", blue="unsure", green="unsure")
+    dice[2]["shade"] = True
+    (unread,) = interpret(tally_game().state(), dice).problems
+    assert unread.code == "unsure" and unread.dice == (1, 2)
+    assert unread.message == ("could not read 2 dice: tap to set the face (1 of them lay in the shadow of the tray's "
+                              "wall, too dark to read: light that side of the tray too, or raise the lamp)")
+    dice[1]["glare"] = True  # one of each: both said, the lamp's reflection first
+    assert interpret(tally_game().state(), dice).problems[0].message == (
+        "could not read 2 dice: tap to set the face (the lamp's reflection washed 1 of them out white: move the lamp "
+        "off to one side of the tray; 1 of them lay in the shadow of the tray's wall, too dark to read: light that side "
+        "of the tray too, or raise the lamp)")
+    unnamed = tally(red="50", unsure="unsure")
+    unnamed[1]["shade"] = True
+    assert "(it lay in the shadow of the tray's wall" in interpret(tally_game().state(), unnamed).problems[0].message
+
 def test_tossup_reading_when_no_roll_is_due_or_the_wrong_dice():
     game = new_game("tossup", players=["Ann", "Bob"], target=1)
     play(game, {"type": "roll", "dice": ["green"] * 2 + ["red"] * 8}, {"type": "stop"})

@@ -33,7 +33,7 @@ def test_scan_prints_one_json_line_per_image_and_reports_bad_files(tmp_path):
     assert isinstance(record["ms"], float)
     assert sorted(d["face"] for d in record["dice"]) == sorted(face for *_, face, _ in LAYOUT)
     for die in record["dice"]:
-        assert set(die) == {"die", "face", "confidence", "center", "corners", "cocked", "glare"}
+        assert set(die) == {"die", "face", "confidence", "center", "corners", "cocked", "glare", "shade"}
         assert die["die"] == "tossup" and len(die["corners"]) == 4
     assert "broken.jpg: not a readable image" in result.stderr
     assert "missing.jpg: no such file" in result.stderr

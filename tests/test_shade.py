@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from scanner.frames import UNSURE, DieReading
-from scanner.shade import Brightness, lifted, lifted_around, marked_in_glare, measure_shade, washed_out
+from scanner.finder import FinderRules
+from scanner.shade import Brightness, lifted, lifted_around, marked_unread, measure_shade, washed_out
 
 
 def _floor_with_shadow(shadow: float) -> np.ndarray:
@@ -102,6 +103,36 @@ def test_an_unread_face_white_in_the_lamps_reflection_is_marked_glare():
     assert not washed_out(image, (800.0, 300.0), 40.0, white)
     assert not washed_out(image, (-100.0, 300.0), 40.0, white)  # off the frame
     dice = [_die(200), _die(500), _die(800), _die(1100, cocked=True), _die(1100, face="50")]
-    assert [d.glare for d in marked_in_glare(image, dice)] == [True, False, False, False, False]
-    assert marked_in_glare(image, dice[1:3]) == dice[1:3]
-    assert marked_in_glare(image, dice)[0].to_json()["glare"] is True
+    marked = _marked(image, dice)
+    assert [d.glare for d in marked] == [True, False, False, False, False]
+    assert not any(d.shade for d in marked)  # the floor is lit alike everywhere
+    assert _marked(image, dice[1:3]) == dice[1:3]
+    assert marked[0].to_json()["glare"] is True
+
+
+def _marked(image: np.ndarray, dice: list[DieReading]) -> list[DieReading]:
+    rules = FinderRules()
+    return marked_unread(image, dice, rules.shade_gain, rules.shade_dark)
+
+
+def _die_at(x: float, y: float, face: str = UNSURE, side: float = 40.0) -> DieReading:
+    h = side / 2
+    return DieReading((x, y), ((x - h, y - h), (x + h, y - h), (x + h, y + h), (x - h, y + h)), "green", face, 0.0,
+                      False, side)
+
+
+def test_an_unread_die_dark_in_a_walls_deep_shadow_is_marked_shade():
+    image = _floor_with_shadow(0.25)  # the top quarter lit at a quarter of the floor's light
+    image[70:110, 180:220] = 20  # a dark die in the shadow
+    image[70:110, 480:520] = 150  # a die lit by a lamp's stray beam there: bright, whatever its floor
+    image[380:420, 780:820] = 20  # a dark die on the lit floor: a dark die, not a shaded one
+    image[70:110, 1080:1120] = 20  # one read: nothing to say about it
+    dice = [_die_at(200, 90), _die_at(500, 90), _die_at(800, 400), _die_at(1100, 90, face="30")]
+    marked = _marked(image, dice)
+    assert [d.shade for d in marked] == [True, False, False, False]
+    assert not any(d.glare for d in marked)
+    assert marked[0].to_json()["shade"] is True
+    # In a shadow lit at 0.6 of the light (not as deep as FinderRules.shade_gain's half) it is not.
+    half = _floor_with_shadow(0.6)
+    half[70:110, 180:220] = 20
+    assert not _marked(half, dice[:1])[0].shade

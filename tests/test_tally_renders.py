@@ -73,6 +73,18 @@ def test_faces_left_unread_in_the_lamps_reflection_are_marked_glare():
     assert sorted(r.die for r in readings if r.glare) == ["blue", "orange", "purple", "yellow"]
     assert all(r.face == UNSURE for r in readings if r.glare)
     assert sum(r.face != UNSURE for r in readings) == 3
+    assert not any(r.shade for r in readings)
+
+
+def test_a_die_left_unread_in_a_walls_deep_shadow_is_marked_shade():
+    """tallyup-s17-r04 (dev split): the green 30 lies in the deep shadow of the tray's wall, too
+    dark to read; the scanner marks it (DieReading.shade), so the table can tell the player to
+    light that side of the tray, and none of the dice it read."""
+    image, truth = one_die(FIXTURES, "tallyup-s17-r04.jpg", "green")
+    readings = Scanner("tallyup").read(image)
+    assert [(r.die, r.face, r.shade, r.glare) for r in readings
+            if math.dist(r.center, truth.center) < 0.5 * truth.size] == [("green", UNSURE, True, False)]
+    assert not any(r.shade or r.glare for r in readings if r.face != UNSURE)
 
 
 def test_empty_trays_have_no_dice():

@@ -225,8 +225,10 @@
   Editor.prototype.render = function () {
     var self = this, shot = this.shot;
     var unsure = this.dice.filter(function (d) { return !d.die || !d.face || d.face === "unsure" || d.die === "unsure"; }).length;
-    // Dice whose faces the lamp's reflection washed out: naming them here teaches nothing, moving the lamp helps.
+    // Dice whose faces the lamp's reflection washed out, or that lay in a wall's deep shadow: naming
+    // them here teaches nothing, moving or adding light helps.
     var glare = shot.dice.filter(function (d) { return d.glare; }).length;
+    var shade = shot.dice.filter(function (d) { return d.shade; }).length;
     this.box.classList.remove("hidden");
     this.box.innerHTML = '<div class="photowrap calphoto"><img class="photo" alt="the roll" src="' + esc(shot.url) + '">' +
       '<svg class="overlay rolloverlay" viewBox="0 0 ' + shot.width + " " + shot.height + '" aria-label="the roll; tap where a die was missed">' +
@@ -238,6 +240,8 @@
       '<p class="muted">' + this.dice.length + " dice" + (unsure ? " · <b>" + unsure + " to name</b>" : "") + "</p>" +
       (glare ? '<p class="warn glarenote">The lamp\'s reflection washed ' + (glare === 1 ? "1 die" : glare + " dice") +
         " out white: move the lamp off to one side of the tray, then roll again.</p>" : "") +
+      (shade ? '<p class="warn shadenote">' + (shade === 1 ? "1 die lay" : shade + " dice lay") +
+        " in the shadow of the tray's wall, too dark to read: light that side of the tray too, or raise the lamp, then roll again.</p>" : "") +
       '<div class="dice rolldice">' + this.dice.map(function (d, i) {
         var attrs = 'data-i="' + i + '" data-x="' + d.center[0] + '" data-y="' + d.center[1] + '" data-die="' +
           esc(d.die || "") + '" data-face="' + esc(d.face || "") + '" tabindex="0"';
