@@ -216,7 +216,10 @@ class FinderRules:
     #: A Tally die it found mostly blown out, with no print read, is a lamp's mirror image on
     #: the tray unless the net scores it at least this (a white Up Die under glare). Dev split
     #: and lean set: recall 95.3 -> 96.0 % and 92.0 -> 96.0 % (from 0.5 to 0.7 alike), no
-    #: precision lost; 0.9 keeps most of them out.
+    #: precision lost; 0.9 keeps most of them out. One whose own edge names it (the Tally
+    #: reader's _named_by_rim: a mirror image on the tray has no rim of a die's colour) is kept
+    #: however low: over the tuning sets, their lamps and cameras, and the hold set, that adds
+    #: the Tally check set's yellow die blown white at 0.6 and no false die.
     blown_score: float = 0.7
     #: Its face counts as cocked above this probability.
     cocked: float = 0.5

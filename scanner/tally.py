@@ -981,8 +981,10 @@ class TallyReader:
             colours = self._body_distances(image, gains, quad)
             name, chance = self._found_identity(die, colours, held)
             blown = blown_share(image, quad, clip) > self.params.max_clipped
+            by_rim = False
             if name == UNSURE and blown:
                 name, chance = self._named_by_rim(die, rim_shares(image, gains, quad, self.compiled), held)
+                by_rim = name != UNSURE
             blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
             likely, _ = self._finder_likely(die, held)  # the finder's word, if it has one
@@ -1019,9 +1021,10 @@ class TallyReader:
                 continue
             if must_read and (name == UNSURE or face in (None, UNSURE)):
                 continue
-            if face in (None, UNSURE) and die.score < rules.blown_score and blown:
-                # Mostly blown out, no print read and the net not sure of it: a lamp's mirror
-                # image on the tray (a white Up Die under the lamp's glare, the net is sure of).
+            if face in (None, UNSURE) and die.score < rules.blown_score and blown and not by_rim:
+                # Mostly blown out, no print read, the net not sure of it and no rim of a die's
+                # colour: a lamp's mirror image on the tray (a white Up Die under the lamp's
+                # glare, the net is sure of).
                 continue
             if name != UNSURE:
                 held.add(name)

@@ -803,11 +803,12 @@ class StubFinder:
         return [die for die in self.found if die.score >= (self.threshold if threshold is None else threshold)]
 
 
-def _found(die: str, cx: float, cy: float, side: float, angle: float, cocked: float = 0.0, sure: float = 0.99):
+def _found(die: str, cx: float, cy: float, side: float, angle: float, cocked: float = 0.0, sure: float = 0.99,
+           score: float = 0.9):
     from scanner.finder import IDENTITIES, FoundDie
 
     identities = tuple(sure if name == die else (1 - sure) / (len(IDENTITIES) - 1) for name in IDENTITIES)
-    return FoundDie((cx, cy), side, angle, 0.9, cocked, (1.0, 0.0, 0.0), identities)
+    return FoundDie((cx, cy), side, angle, score, cocked, (1.0, 0.0, 0.0), identities)
 
 
 def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_print(model_a):
@@ -861,6 +862,28 @@ def test_a_blown_out_die_only_the_finder_found_is_named_by_the_colour_of_its_rim
     (alone,) = [d for d in TallyReader(model_a, plain, finder=finder).read(image) if math.dist(d.center, (400.0, 300.0)) < 10]
     assert alone.die == UNSURE
 
+
+def test_a_blown_out_die_the_finder_is_unsure_of_is_kept_where_its_rim_names_it(model_a):
+    """The finder scores a die the lamp blew out white below FinderRules.blown_score: without
+    a print to read it may be the lamp's mirror image on the tray, and is dropped, unless its
+    own edge shows a die's body colour (a mirror image on the tray has no such rim)."""
+    from scanner.finder import FinderRules
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
+
+    image, _ = draw_scene([("purple", "star", 400.0, 300.0, 52.0, 0.3)], background=BACKGROUNDS["dark_felt"], seed=5)
+    image = _blown_top(image, 400.0, 300.0, 52.0, 0.3)
+    unsure_net = FinderRules().blown_score - 0.1
+    finder = StubFinder([_found("purple", 400.0, 300.0, 52.0, 0.3, score=unsure_net)])
+
+    def at(params: TallyParams, picture: np.ndarray) -> list[tuple[str | None, str | None]]:
+        return [(d.die, d.face) for d in TallyReader(model_a, params, finder=finder).read(picture)
+                if math.dist(d.center, (400.0, 300.0)) < 10]
+
+    assert at(TallyParams(), image) == [("purple", UNSURE)]
+    assert at(replace(TallyParams(), rim_share=2.0), image) == []  # without the rim's colour: dropped
+    mirror, _ = draw_scene([], background=BACKGROUNDS["dark_felt"], seed=5)  # the lamp's mirror image on bare tray
+    assert at(TallyParams(), _blown_top(mirror, 400.0, 300.0, 52.0, 0.3)) == []
 
 def test_a_blown_out_die_on_a_tray_of_its_own_colour_is_not_named_by_its_rim(model_a):
     from scanner.tally import TallyReader
