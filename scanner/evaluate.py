@@ -217,9 +217,20 @@ def _blur(sigma: float) -> Callable[[np.ndarray], np.ndarray]:
     return lambda image: cv2.GaussianBlur(image, (0, 0), sigma)
 
 
+def _noise(sigma: float, quality: int) -> Callable[[np.ndarray], np.ndarray]:
+    encode = _jpeg(quality)
+
+    def noisy(image: np.ndarray) -> np.ndarray:
+        # The same noise for the same frame size: a perturbed photo reads the same every time.
+        grain = np.random.default_rng(0).normal(0.0, sigma, image.shape).astype(np.float32)
+        return encode(cv2.add(image, grain, dtype=cv2.CV_8U))
+    return noisy
+
+
 #: The same photos as other cameras would take them, at the same frame size (so the labels
 #: still hold): another sensor's resolution scaled to ours, a stronger JPEG, a brighter tone
-#: curve, a softer lens. The fixtures' exact pixels are what the readers were tuned on; a
+#: curve, a softer lens, the grain of a sensor's high gain in a dim room (then JPEG, as the
+#: camera encodes it). The fixtures' exact pixels are what the readers were tuned on; a
 #: reading that changes under such small differences would change on a real camera too.
 PERTURBATIONS: tuple[tuple[str, Callable[[np.ndarray], np.ndarray]], ...] = (
     ("via 1920 px", _through_width(1920)),
@@ -227,6 +238,7 @@ PERTURBATIONS: tuple[tuple[str, Callable[[np.ndarray], np.ndarray]], ...] = (
     ("JPEG q60", _jpeg(60)),
     ("gamma 0.8", _gamma(0.8)),
     ("blur 0.7 px", _blur(0.7)),
+    ("noise 6, JPEG q90", _noise(6.0, 90)),
 )
 
 

@@ -215,7 +215,7 @@ def bench_soak(minutes: float, clients: int, fps: float) -> None:
               help="Fixture library (default: the repository's fixtures/).")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 @click.option("--perturbed", is_flag=True,
-              help="Also read every photo as other cameras would take it (resampled, JPEG, brighter, blurred).")
+              help="Also read every photo as other cameras would take it (resampled, JPEG, brighter, blurred, grainy).")
 def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, profile: Path | None,
                           perturbed: bool) -> None:
     """Detection and face accuracy, settle latency and speed on the labelled fixtures; for the
