@@ -62,7 +62,6 @@ def test_dice_left_unread_in_the_lamps_reflection_tell_the_player_to_move_the_la
         "off to one side of the tray)")
 
 
-
 def test_dice_left_unread_in_a_walls_shadow_tell_the_player_to_light_that_side():
     dice = tally(red="50", blue="unsure", green="unsure")
     dice[2]["shade"] = True
@@ -78,6 +77,7 @@ def test_dice_left_unread_in_a_walls_shadow_tell_the_player_to_light_that_side()
     unnamed = tally(red="50", unsure="unsure")
     unnamed[1]["shade"] = True
     assert "(it lay in the shadow of the tray's wall" in interpret(tally_game().state(), unnamed).problems[0].message
+
 
 def test_tossup_reading_when_no_roll_is_due_or_the_wrong_dice():
     game = new_game("tossup", players=["Ann", "Bob"], target=1)

@@ -429,7 +429,6 @@ def test_an_orange_die_under_a_warmer_lamp_at_half_the_light_is_not_read_red():
             if math.dist(r.center, truth.center) < 0.5 * truth.size] == [("orange", "60")]
 
 
-
 def test_a_clipped_orange_die_is_not_read_yellow_under_stray_light_a_profile_takes_off():
     """teach-s00-r02 under stray light of 10 that a profile's black level takes off again: the
     orange (70), more than half clipped by the lamp, comes back at 245 where the camera clipped
@@ -442,6 +441,7 @@ def test_a_clipped_orange_die_is_not_read_yellow_under_stray_light_a_profile_tak
     readings = Scanner("tallyup", black_level=(10.0, 10.0, 10.0)).read(stray)
     assert [(r.die, r.face) for r in readings
             if math.dist(r.center, truth.center) < 0.5 * truth.size] == [("orange", "(70)")]
+
 
 def test_a_yellow_die_half_in_a_walls_shadow_is_not_read_from_its_lit_part(nets):
     """tallyup-s10-r08 (dev) in the calibration bench's warm light, uncalibrated: the yellow

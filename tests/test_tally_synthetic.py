@@ -625,7 +625,6 @@ def test_a_clipped_yellow_die_s_20_is_still_told_from_its_70(model_a):
     assert (read.die, read.face) == ("yellow", "20")
 
 
-
 @pytest.mark.parametrize("level", [0, 6, 12, 30])
 def test_a_clipped_die_stays_clipped_with_a_profile_s_black_level_taken_off(level, model_a):
     """Stray light adds to every pixel and a profile takes its black level off again; a
@@ -673,6 +672,7 @@ def test_a_frame_without_a_pile_is_clipped_from_253():
     ramp = np.repeat(np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 64, axis=0), 3, axis=2)
     assert clip_levels(ramp) == CAMERA_CLIP
     assert clip_levels(np.zeros((64, 64, 3), np.uint8)) == CAMERA_CLIP
+
 
 def test_a_clipped_die_s_face_is_read_when_an_unclipped_margin_and_its_strokes_agree(model_a):
     """On a clipped die neither sign alone reads a 20 against a 70 (the margin must be wider,
@@ -884,6 +884,7 @@ def test_a_blown_out_die_the_finder_is_unsure_of_is_kept_where_its_rim_names_it(
     assert at(replace(TallyParams(), rim_share=2.0), image) == []  # without the rim's colour: dropped
     mirror, _ = draw_scene([], background=BACKGROUNDS["dark_felt"], seed=5)  # the lamp's mirror image on bare tray
     assert at(TallyParams(), _blown_top(mirror, 400.0, 300.0, 52.0, 0.3)) == []
+
 
 def test_a_blown_out_die_on_a_tray_of_its_own_colour_is_not_named_by_its_rim(model_a):
     from scanner.tally import TallyReader
