@@ -812,6 +812,7 @@ class TallyReader:
         if not shaded and not unnamed:
             return dice
         bright = lifted_around(image, shade, ((die.center, die.side) for die in [*shaded, *unnamed.values()]))
+        clip = clip_levels(bright)
         result = list(dice)
 
         def named(die: DieRead) -> bool:
@@ -827,14 +828,14 @@ class TallyReader:
                        and other.chances().get(die.die, 0.0) >= rules.shade_unread_identity
                        for other in same)
 
-        for die in self._with_found(bright, gains, dice, shaded, typical, True)[len(dice):]:
+        for die in self._with_found(bright, gains, dice, shaded, typical, True, clip)[len(dice):]:
             if (named(die) or sure_unread(die)) and brightness().of(die.blob.quad) <= rules.shade_dark:
                 log.debug("%s %s found in the shade at %s", die.die, die.face, die.blob.center)
                 held.add(die.die)
                 result.append(die)
         for index, found_die in unnamed.items():
             others = result[:index] + result[index + 1:]
-            again = self._with_found(bright, gains, others, [found_die], typical, True)[len(others):]
+            again = self._with_found(bright, gains, others, [found_die], typical, True, clip)[len(others):]
             if again and named(again[0]):
                 log.debug("an unnamed die at %s read in the shade as %s %s", result[index].blob.center,
                           again[0].die, again[0].face)
@@ -959,7 +960,7 @@ class TallyReader:
         return (guess, FINDER_CHOICE_CONFIDENCE) if chances.get(guess, 0.0) >= sure else (UNSURE, 0.0)
 
     def _with_found(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead], found: Sequence[FoundDie],
-                    typical: float | None, with_faces: bool, clip: Sequence[int] | None = None) -> list[DieRead]:
+                    typical: float | None, with_faces: bool, clip: Sequence[int]) -> list[DieRead]:
         """`dice` plus the dice the finder found that the colour blobs missed (a white Up Die
         on a white board, a die in a wall's shadow): named when the finder and the body colour
         agree, or the body colour and the print do, or the finder and the print do (see
@@ -967,9 +968,8 @@ class TallyReader:
         by the templates. The finder's word on leaning flags one only where
         FinderRules.tally_leaning says so. A die touching another that the finder scores below
         near_score is added only when it is named and its face read (see
-        FinderRules.read_near_score). `clip`: the image's clip_levels, when measured already."""
+        FinderRules.read_near_score). `clip`: the image's clip_levels."""
         rules = self.finder_rules
-        clip = clip_levels(image) if clip is None else clip
         result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         for die in found:
