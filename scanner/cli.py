@@ -183,7 +183,8 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
               f" left to read: not a light print on a top face at least {BLOWN_OUT:.0%} blown out)", file=out)
         print(f"  {'cocked_false_alarms':22s} {summary['cocked_false_alarms']:8d}", file=out)
         print(f"  {'cocked read as flat':22s} {summary['cocked_scored']:8d}  (of {summary['cocked_labelled']} cocked dice:"
-              " scored, not sent back to be rolled again)", file=out)
+              f" scored, not sent back to be rolled again; {summary['cocked_scored_other_face']} of them as another die"
+              " or face than the one on top)", file=out)
         print(f"  {'wrong, off top face':22s} {summary['wrong_off_top']:8d}  (in wrong_confident_rate)", file=out)
         print(f"  ms per frame           median {summary['ms_median']:.1f}  p95 {summary['ms_p95']:.1f}", file=out)
         if full_set_timings:

@@ -64,6 +64,11 @@ class Scorecard:
     #: Cocked dice read as lying flat, with a face: the player would be scored a die the
     #: rules say to roll again (a Tally die read off its top face counts too).
     cocked_scored: int = 0
+    #: Of cocked_scored: read as another die or face than the one on top. A Tally die leaning at
+    #: 20-30 degrees shows a side face nearly as large as its top, and its print may be read
+    #: there: a wrong score, where the others score the face on top (the rules still say roll
+    #: again).
+    cocked_scored_other_face: int = 0
     false_cocked: int = 0
     confusion: Counter = field(default_factory=Counter)  # (true face, read face) -> count
     failures: list[str] = field(default_factory=list)
@@ -126,7 +131,12 @@ class Scorecard:
     def _count_cocked_scored(self, name: str, label: LabelledDie, reading: DieReading) -> None:
         if not reading.cocked and reading.face not in (None, UNSURE):
             self.cocked_scored += 1
-            self.failures.append(f"{name}: cocked {label.die} read as lying flat, {reading.face}, at {_at(reading.center)}")
+            other_die = reading.die != label.die
+            self.cocked_scored_other_face += other_die or reading.face != label.face
+            read = f"{reading.die} {reading.face}" if other_die else reading.face
+            on_top = (f" (on top: {label.die} {label.face})" if other_die
+                      else f" (on top: {label.face})" if reading.face != label.face else "")
+            self.failures.append(f"{name}: cocked {label.die} read as lying flat, {read}{on_top}, at {_at(reading.center)}")
 
     @classmethod
     def merged(cls, cards: Iterable[Scorecard]) -> Scorecard:
@@ -163,6 +173,7 @@ class Scorecard:
             "cocked_false_alarms": self.false_cocked,
             "cocked_dice": self.cocked_total,
             "cocked_scored": self.cocked_scored,
+            "cocked_scored_other_face": self.cocked_scored_other_face,
             "cocked_labelled": self.labelled - self.flat_labelled,
         }
 

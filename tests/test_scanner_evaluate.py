@@ -81,17 +81,22 @@ def test_a_tally_die_read_off_its_top_face_with_another_face_is_a_confident_mist
 
 def test_cocked_dice_read_as_lying_flat_are_counted_as_scored():
     labels = [label(100, 100, "red", cocked=True), label(200, 100, "green", cocked=True),
-              label(300, 100, "yellow", cocked=True), label(500, 100, "20", die="blue", cocked=True)]
+              label(300, 100, "yellow", cocked=True), label(500, 100, "20", die="blue", cocked=True),
+              label(700, 100, "star", die="red", cocked=True)]
     readings = [reading(np.float64(100.04), np.float32(100), "red"), reading(200, 100, "green", cocked=True),
                 reading(300, 100, "unsure"),
-                reading(530, 100, "50", die="blue")]  # blue read on its side face, as if flat
+                reading(530, 100, "50", die="blue"),  # blue read on its side face, as if flat
+                reading(700, 100, "star", die="orange")]  # the red die's top face, its colour taken for orange's
     card = Scorecard()
     card.add("p", labels, readings)
     s = card.summary()
-    assert s["cocked_scored"] == 2 and s["cocked_recall"] == 1 / 3 and s["cocked_labelled"] == 4
-    assert card.wrong_confident == 0 and s["wrong_off_top"] == 0  # a cocked die has no face to get wrong
-    assert sum("read as lying flat" in f for f in card.failures) == 2
+    assert s["cocked_scored"] == 3 and s["cocked_recall"] == 1 / 4 and s["cocked_labelled"] == 5
+    assert card.wrong_confident == 0 and s["wrong_off_top"] == 0  # counted apart from the flat dice's mistakes
+    assert s["cocked_scored_other_face"] == 2  # blue's side face, red named orange; the tossup red is on top
+    assert sum("read as lying flat" in f for f in card.failures) == 3
     assert "p: cocked tossup read as lying flat, red, at (100.0, 100.0)" in card.failures  # plain numbers, not numpy's
+    assert "p: cocked blue read as lying flat, 50 (on top: 20), at (530.0, 100.0)" in card.failures
+    assert "p: cocked red read as lying flat, orange star (on top: red star), at (700.0, 100.0)" in card.failures
 
 
 def test_rates_without_data_are_nan_and_percentiles():
