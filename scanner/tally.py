@@ -754,7 +754,7 @@ class TallyReader:
                             die, die_confidence = chosen, chosen_confidence
                             face, face_confidence, scores = again
                 if face == UNSURE and rivals:
-                    renamed = self._rival_by_rim(image, gains, blob, rivals, typical)
+                    renamed = self._rival_by_rim(image, gains, blob, die, rivals, typical)
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
                 if face == UNSURE and self._neutral(die):
@@ -1164,14 +1164,22 @@ class TallyReader:
         self._regrow(image, gains, blob, size)
         return self._read_or_place(image, gains, blob, die, size, rivals, locate=True)
 
-    def _rival_by_rim(self, image: np.ndarray, gains: np.ndarray, blob: Blob, rivals: Sequence[str],
+    def _rival_by_rim(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Sequence[str],
                       typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
-        """(die, confidence, (face, face confidence, scores)) of a clipped blob whose print
-        cannot tell it from its `rivals` (the dice clipping turns into its colour): the rival
+        """(die, confidence, (face, face confidence, scores)) of a clipped blob named `die` whose
+        print cannot tell it from its `rivals` (the dice clipping turns into its colour): the rival
         whose body colour shows on the die's edge (see TallyParams.rival_rim_share), when its
-        print reads as one of that die's faces; else None."""
+        print reads as one of that die's faces; else None.
+
+        Not a rival that `die` itself turns into where it clips (within rival_clip_margin of
+        its body lit brighter): a die named against its colour (by the finder, say orange for a
+        blob yellow as clipped orange is) shows that colour on its edge's clipped part too.
+        Clipping turns a hue one way only, so the rival's colour there tells nothing."""
         shares = rim_shares(image, gains, blob.quad, self.compiled)
         for other in rivals:
+            if clipped_distances(np.float32(self.model.bodies[other].lab), self.model, self.params)[die] \
+                    <= self.params.rival_clip_margin:
+                continue
             edge, tray = shares[other]
             if edge - tray < self.params.rival_rim_share:
                 continue

@@ -625,6 +625,26 @@ def test_a_clipped_yellow_die_s_20_is_still_told_from_its_70(model_a):
     assert (read.die, read.face) == ("yellow", "20")
 
 
+def test_a_clipped_die_named_against_its_colour_is_not_renamed_by_the_colour_it_clips_into(model_a):
+    """Clipping turns an orange body yellow, never a yellow one orange: on the edge of a die
+    named orange (by the finder, against its yellow-looking body) yellow tells nothing, while
+    orange on the edge of a die named yellow does (TallyReader._rival_by_rim). The play set's
+    tallyplay-tallyup-s00-r00: an orange star clipped towards yellow, a yellow die beside it in
+    the edge band, was renamed yellow, a confident mistake; it is now left unsure."""
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains, clipped_distances
+
+    reader = TallyReader(model_a)
+    image, _ = draw_scene([("yellow", "star", 640, 360, 56, 0.3)], LOOK_A, BACKGROUNDS["dark_felt"])
+    (read,) = reader.read_dice(image)
+    yellow = np.float32(model_a.bodies["yellow"].lab)
+    assert clipped_distances(yellow, model_a, reader.params)["orange"] <= reader.params.rival_clip_margin
+    assert reader._rival_by_rim(image, balance_gains(image), read.blob, "orange", ["yellow"], None) is None
+    # The rival's colour on the edge of a die it does not clip into still names the die.
+    renamed = reader._rival_by_rim(image, balance_gains(image), read.blob, "green", ["yellow"], None)
+    assert renamed is not None and (renamed[0], renamed[2][0]) == ("yellow", "star")
+
+
 @pytest.mark.parametrize("level", [0, 6, 12, 30])
 def test_a_clipped_die_stays_clipped_with_a_profile_s_black_level_taken_off(level, model_a):
     """Stray light adds to every pixel and a profile takes its black level off again; a
