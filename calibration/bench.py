@@ -134,10 +134,7 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
     plain_rest, wizard = Scorecard(), Scorecard()
     for setup, table_photos in _tables(photos):
         (_, first), rest = table_photos[0], table_photos[1:]
-        empty = _empty_tray(fixtures, "tallyup", setup, look)
-        level = black_level(empty, [first]) if empty is not None else None
-        calibrated = Scanner("tallyup", black_level=level, light_gains=light_gains([subtract_black_level(first, level)]),
-                             empty_tray=empty)
+        calibrated = tally_table_scanner(_empty_tray(fixtures, "tallyup", setup, look), first)
         for card, reader in ((plain_rest, plain), (wizard, calibrated)):
             for label, image in rest:
                 card.add(label.image.name, label.dice, reader.read(image))
@@ -147,6 +144,15 @@ def _tally_section(fixtures: Path, look: Look, labels: Sequence[LabelledPhoto], 
     shares["tally_table_uncalibrated"] = plain_rest.summary()["read_right_of_all"]
     shares["tally_table_calibrated"] = wizard.summary()["read_right_of_all"]
     return shares
+
+
+def tally_table_scanner(empty: np.ndarray | None, first: np.ndarray) -> Scanner:
+    """The Tally scanner a table's profile gives as the wizard makes it on the table: the black
+    level measured on its empty tray (None: not taken) and its `first` roll, the light gains
+    that roll asks for, the empty tray kept to drop readings that still look like it."""
+    level = black_level(empty, [first]) if empty is not None else None
+    return Scanner("tallyup", black_level=level, light_gains=light_gains([subtract_black_level(first, level)]),
+                   empty_tray=empty)
 
 
 def teach_first_photos(folder: Path, change: Callable[[np.ndarray], np.ndarray] = lambda image: image,

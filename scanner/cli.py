@@ -29,9 +29,13 @@ CHECK_SET = "tallycheck"
 #: The Tally hold set's: more tables of their own, rendered once the check set's rolls had been
 #: tuned on (git-ignored too).
 HOLD_SET = "tallyhold"
+#: The Tally play set's: the rolls a game puts in the tray (the three chosen dice, the Up Die
+#: alone or beside them, one or two bonus dice), on tables of their own (git-ignored too).
+PLAY_SET = "tallyplay"
 #: What the bench says of each such set's tables.
 CHECK_SET_TITLES = {CHECK_SET: "tables of their own, tuned on since (rolls r00-r04)",
-                    HOLD_SET: "tables nothing was tuned on"}
+                    HOLD_SET: "tables nothing was tuned on",
+                    PLAY_SET: "a game's rolls of one to four dice, on tables nothing was tuned on"}
 
 
 @click.command("scan")
@@ -206,7 +210,7 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
 
 def bench_check_set(fixtures: Path, profile: Path | None, out=None, perturbed: bool = False,
                     name: str = CHECK_SET) -> dict | None:
-    """The Tally reader on the check set or the hold set (`name`, see CHECK_SET_TITLES: tables
+    """The Tally reader on the check, hold or play set (`name`, see CHECK_SET_TITLES: tables
     of their own, which nothing learns from), printed like the test split's figures, all its
     photos; None (and a line saying so) where it is not rendered: it is left out of the
     repository."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -219,10 +220,12 @@ def bench_soak(minutes: float, clients: int, fps: float) -> None:
 def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, profile: Path | None,
                           perturbed: bool) -> None:
     """Detection and face accuracy, settle latency and speed on the labelled fixtures; for the
-    Tally Dice, also on the check and hold sets' tables where they are rendered, and without a
-    profile on the differently looking set after teaching."""
+    Tally Dice, also on the check, hold and play sets' tables where they are rendered (the play
+    set's rolls also as a game takes them), and without a profile on the differently looking set
+    after teaching."""
     from calibration.bench import bench_taught_look
-    from scanner.cli import CHECK_SET_TITLES, FIXTURES, bench_check_set, bench_scanner
+    from scanner.cli import CHECK_SET_TITLES, FIXTURES, PLAY_SET, bench_check_set, bench_scanner
+    from scorekeeper.game_bench import bench_game_rolls
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
     chosen = None if split == "all" else split
@@ -230,6 +233,7 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
     if "tallyup" in sets:
         for name in CHECK_SET_TITLES:
             bench_check_set(fixtures or FIXTURES, profile, perturbed=perturbed, name=name)
+        bench_game_rolls((fixtures or FIXTURES) / PLAY_SET / "tallyup", profile, sys.stdout)
     if "tallyup" in sets and profile is None:
         bench_taught_look(fixtures or FIXTURES, chosen, perturbed=perturbed)
 

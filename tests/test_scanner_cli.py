@@ -98,8 +98,9 @@ def test_bench_scores_each_tray_surface_on_its_own(tmp_path):
 
 
 @pytest.mark.parametrize("name, title", [("tallycheck", "tables of their own, tuned on since (rolls r00-r04)"),
-                                         ("tallyhold", "tables nothing was tuned on")])
-def test_bench_scores_the_tally_check_and_hold_sets_where_they_are_rendered(tmp_path, name, title):
+                                         ("tallyhold", "tables nothing was tuned on"),
+                                         ("tallyplay", "a game's rolls of one to four dice, on tables nothing was tuned on")])
+def test_bench_scores_the_tally_check_hold_and_play_sets_where_they_are_rendered(tmp_path, name, title):
     from scanner.cli import bench_check_set
 
     out = io.StringIO()
