@@ -103,18 +103,30 @@ def _tallyup(state: Mapping[str, Any], dice: Sequence[Mapping[str, Any]]) -> Int
         waiting = "the IN/OUT reveal" if phase == "reveal" else "the Tally Up! shout"
         return Interpretation(problems=[Problem("not_now", f"waiting for {waiting}, not a roll")])
     unknown = tuple(i for i, d in enumerate(dice) if d.get("die") not in (*TALLY_DICE, UP_DIE))
-    if unknown:
+    named = _tallyup_named(state, [(i, d) for i, d in enumerate(dice) if i not in unknown])
+    # A die nobody could name may be one the roll needs, unless the roll's own dice are all
+    # there and read: the chosen three, the Up Die, the bonus dice asked for. Then it is none of
+    # them (a square of the tray's pattern, a die resting from an earlier roll) and the roll
+    # stands. Not on the first main roll, which any three dice make.
+    if unknown and (phase == "choose" or not named.ok):
         return Interpretation(problems=[Problem("unsure", "could not tell which die this is: tap to set it"
                                                 + _why_unread(dice, unknown), unknown)])
+    return named
+
+
+def _tallyup_named(state: Mapping[str, Any], named: list[tuple[int, Mapping[str, Any]]]) -> Interpretation:
+    """The events of a Tally Up reading's dice that are named (index in the reading, die)."""
+    phase = state["phase"]
     if phase == "up":
-        ups = [i for i, d in enumerate(dice) if d["die"] == UP_DIE]
+        ups = [(i, d) for i, d in named if d["die"] == UP_DIE]
         if len(ups) != 1:
-            return Interpretation(problems=[Problem("count", "roll the Up Die", tuple(ups))])
-        problems = _common_problems([dice[ups[0]]])
+            return Interpretation(problems=[Problem("count", "roll the Up Die", tuple(i for i, _ in ups))])
+        index, up_die = ups[0]
+        problems = _common_problems([up_die])
         if problems:
-            return Interpretation(problems=[Problem(p.code, p.message, tuple(ups)) for p in problems])
-        return Interpretation(events=[{"type": "up", "face": dice[ups[0]]["face"]}])
-    tally = [(i, d) for i, d in enumerate(dice) if d["die"] != UP_DIE]
+            return Interpretation(problems=[Problem(p.code, p.message, (index,)) for p in problems])
+        return Interpretation(events=[{"type": "up", "face": up_die["face"]}])
+    tally = [(i, d) for i, d in named if d["die"] != UP_DIE]
     names = [d["die"] for _, d in tally]
     duplicates = tuple(i for i, d in tally if names.count(d["die"]) > 1)
     if duplicates:

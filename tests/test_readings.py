@@ -128,6 +128,29 @@ def test_up_die_reading_and_bonus_roll_beside_the_resting_main_dice():
     assert short.problems[0].code == "count" and "2 bonus dice" in short.problems[0].message
 
 
+def test_a_die_nobody_could_name_does_not_hold_up_a_roll_whose_own_dice_are_all_read():
+    """A square of a plaid tray's pattern read as a die-like patch, with no name: once the dice
+    the roll needs are all there and read, it is none of them."""
+    patch = {"die": "unsure", "face": "unsure", "confidence": 0.0, "cocked": False}
+    game = tally_game(choose("red", "blue", "purple"), tally_roll(red="(50)", blue="10", purple="20"), reveal())
+    assert interpret(game.state(), [patch, {"die": "up", "face": "+2"}]).events == [up("+2")]
+    alone = interpret(game.state(), [patch])
+    assert alone.problems[0].code == "unsure" and alone.problems[0].dice == (0,)  # it may be the Up Die
+    game.apply(up("+2"))
+    assert interpret(game.state(), tally(orange="60", green="star") + [patch]).events == [tally_roll(orange="60", green="star")]
+    assert interpret(game.state(), tally(orange="60") + [patch]).problems[0].code == "unsure"  # it may be a bonus die
+    later = tally_game(choose("red", "blue", "purple"), tally_roll(red="50", blue="10", purple="20"), reveal())
+    assert interpret(later.state(), [patch] + tally(red="100", blue="10", purple="star")).events == [
+        tally_roll(red="100", blue="10", purple="star")]
+    missing = interpret(later.state(), tally(red="100", blue="10") + [patch])
+    assert [p.code for p in missing.problems] == ["unsure"] and missing.problems[0].dice == (2,)
+    unread = interpret(later.state(), [patch] + tally(red="100", blue="unsure", purple="star"))
+    assert [p.code for p in unread.problems] == ["unsure"] and unread.problems[0].dice == (0,)
+    # The first main roll is any three dice: a fourth, unnamed, may be one of them.
+    first = interpret(tally_game().state(), tally(red="50", blue="star", purple="(20)") + [patch])
+    assert first.events == [] and first.problems[0].dice == (3,)
+
+
 def test_cocked_up_die_and_waiting_for_decisions():
     game = tally_game(choose("red", "blue", "purple"), tally_roll(red="(50)", blue="10", purple="20"), reveal())
     cocked = [{"die": "up", "face": "x2", "cocked": True}]
