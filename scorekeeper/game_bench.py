@@ -9,9 +9,11 @@ situation its dice belong to (a main roll of the dice it shows, the Up Die's rol
 as many dice as it shows), and the scanner's reading is interpreted as the live table does
 (`scorekeeper.readings.interpret`) beside its labels. A roll is scored right (the events the
 labels give), asked about (the table asks the player to tap a die or roll again: no events), or
-scored wrong (events other than the labels', a leaning die the labels send back to be rolled
-again scored as lying flat among them). A roll is read from one still: the live table merges a
-few frames of a settled tray (scanner.settle), which this does not.
+scored wrong (other events). A roll with a leaning die, which the labels send back to be rolled
+again, that the reading scores with the faces on top of every die is counted apart: the score is
+the one on top, though the table would have asked for the die to be rolled again. A roll is read
+from one still: the live table merges a few frames of a settled tray (scanner.settle), which this
+does not.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Pure: takes the game's state and the reading's dice (the scanner's JSON form: die, face,
 confidence, cocked, center) and decides. Nothing is applied here; a reading with any
-problem yields no events at all, so a doubtful roll never half-applies.
+problem yields no events at all, so a doubtful roll never half-applies. (A Tally reading's
+die nobody could name is no problem once the dice the roll needs are all there and read: it is
+none of them.)
 """
 
 from __future__ import annotations
