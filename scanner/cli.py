@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import cv2
 
-from scanner.evaluate import Scorecard, percentile, score_perturbed
+from scanner.evaluate import Scorecard, failure_lines, percentile, score_perturbed
 from scanner.frames import Roll
 from scanner.labels import BLOWN_OUT, LabelledPhoto, load_video_label, photo_labels
 from scanner.reader import DICE_SETS, Scanner, load_scanner
@@ -197,10 +197,8 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
         print("  confusion (rows: truth, columns: read):", file=out)
         for line in card.confusion_table().splitlines():
             print("    " + line, file=out)
-        for failure in card.failures[:MAX_FAILURES_SHOWN]:
-            print("  - " + failure, file=out)
-        if len(card.failures) > MAX_FAILURES_SHOWN:
-            print(f"  ... and {len(card.failures) - MAX_FAILURES_SHOWN} more", file=out)
+        for line in failure_lines(card.failures, MAX_FAILURES_SHOWN):
+            print("  " + line, file=out)
         if perturbed:
             summary["perturbed"] = bench_perturbed(labels, reader, f"[{title or dice_set}]", out)
         summary["videos"] = bench_videos(fixtures / "videos", dice_set, reader, out)

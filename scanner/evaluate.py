@@ -194,11 +194,24 @@ def score_photos(read: Callable[[np.ndarray], Sequence[DieReading]], photos: Ite
     """
     card = Scorecard()
     for photo in photos:
-        image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
-        if image is None:
-            raise ValueError(f"cannot read {photo.image}")
-        card.add(photo.image.name, photo.dice, read(image))
+        card.add(photo.image.name, photo.dice, read(read_photo(photo)))
     return card
+
+
+def read_photo(photo: LabelledPhoto) -> np.ndarray:
+    """A labelled photo's picture (BGR); ValueError naming a photo that cannot be read."""
+    image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ValueError(f"cannot read {photo.image}")
+    return image
+
+
+def failure_lines(failures: Sequence[str], limit: int) -> list[str]:
+    """A bench's failures as it lists them: the first `limit` as items, then how many more."""
+    lines = [f"- {failure}" for failure in failures[:limit]]
+    if len(failures) > limit:
+        lines.append(f"... and {len(failures) - limit} more")
+    return lines
 
 
 def _through_width(width: int) -> Callable[[np.ndarray], np.ndarray]:

@@ -22,9 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, TextIO
 
-import cv2
-import numpy as np
-
+from scanner.evaluate import failure_lines, read_photo
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie, LabelledPhoto, photo_labels
 from scanner.reader import load_scanner
@@ -184,28 +182,19 @@ def bench_game_rolls(folder: Path, profile: Path | None, out: TextIO) -> dict[st
         tallies["calibrated per table (its empty tray and first roll, as the wizard does)"] = GameTally()
     as_read, *calibrating = tallies.values()
     for setup, table in sorted(rolls.items()):
-        empty = _image(empties[setup]) if setup in empties else None
+        empty = read_photo(empties[setup]) if setup in empties else None
         if empty is not None:
             as_read.add(empties[setup].image.name, (), plain.read(empty))
         first, rest = table[0], table[1:]
-        readers = [(as_read, plain), *((tally, tally_table_scanner(empty, _image(first))) for tally in calibrating)]
+        readers = [(as_read, plain), *((tally, tally_table_scanner(empty, read_photo(first))) for tally in calibrating)]
         for photo in rest:
-            image = _image(photo)
+            image = read_photo(photo)
             for tally, reader in readers:
                 tally.add(photo.image.name, photo.dice, reader.read(image))
     for title, tally in tallies.items():
         print(f"  {title}: {tally.rolls} rolls after each table's first, as a game takes them (one still each):", file=out)
         for line in tally.lines():
             print(line, file=out)
-        for failure in tally.failures[:MAX_FAILURES_SHOWN]:
-            print(f"    - {failure}", file=out)
-        if len(tally.failures) > MAX_FAILURES_SHOWN:
-            print(f"    ... and {len(tally.failures) - MAX_FAILURES_SHOWN} more", file=out)
+        for line in failure_lines(tally.failures, MAX_FAILURES_SHOWN):
+            print("    " + line, file=out)
     return tallies
-
-
-def _image(photo: LabelledPhoto) -> np.ndarray:
-    image = cv2.imread(str(photo.image), cv2.IMREAD_COLOR)
-    if image is None:
-        raise ValueError(f"cannot read {photo.image}")
-    return image

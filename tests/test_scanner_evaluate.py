@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from scanner.evaluate import PERTURBATIONS, Scorecard, match, percentile, score_perturbed, score_photos
+from scanner.evaluate import PERTURBATIONS, Scorecard, failure_lines, match, percentile, score_perturbed, score_photos
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie, LabelledPhoto
 
@@ -97,6 +97,11 @@ def test_cocked_dice_read_as_lying_flat_are_counted_as_scored():
     assert "p: cocked tossup read as lying flat, red, at (100.0, 100.0)" in card.failures  # plain numbers, not numpy's
     assert "p: cocked blue read as lying flat, 50 (on top: 20), at (530.0, 100.0)" in card.failures
     assert "p: cocked red read as lying flat, orange star (on top: red star), at (700.0, 100.0)" in card.failures
+
+
+def test_a_bench_lists_its_first_failures_then_how_many_more():
+    assert failure_lines(["a", "b", "c"], 2) == ["- a", "- b", "... and 1 more"]
+    assert failure_lines(["a"], 2) == ["- a"]
 
 
 def test_rates_without_data_are_nan_and_percentiles():
