@@ -973,6 +973,8 @@ class TallyReader:
         result = list(dice)
         held = {d.die for d in dice if d.die not in (None, UNSURE)}
         for die in found:
+            if with_faces and self._displaced_unread(image, gains, die, result, held, typical):
+                continue
             others = [(d.blob.center, d.blob.side) for d in result]
             if not rules.admits(die, others, read=with_faces):
                 continue
@@ -1031,6 +1033,41 @@ class TallyReader:
             result.append(DieRead(blob, name if with_faces else None, chance, {}, face, confidence,
                                   scores, leaning=rules.tally_leaning and die.cocked >= rules.cocked))
         return result
+
+    def _displaced_unread(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, result: list[DieRead],
+                          held: set[str], typical: float | None) -> bool:
+        """Whether the die the finder found at `die`, which it is sure of (FinderRules.displace_score
+        and sure_identity), took the place of the one die of `result` there, read with another
+        name and its face unread: a patch of tray or a shadow in a die's colour, found beside a
+        die of another colour and taken for a die over it (a green felt's patch beside a white
+        Up Die), holds the place the finder's die needs. The finder's die must be the die its
+        body colour names, which no other die of the frame is (`held`), and its print must read
+        as that die's: then it replaces the unread one (`result` and `held` change); else
+        nothing changes. (The finder learned our renders' dice only: its word alone never
+        names a die against the user's own colours.)"""
+        rules = self.finder_rules
+        if die.score < rules.displace_score:
+            return False
+        there = [index for index, d in enumerate(result) if rules.same(die, d.blob.center, d.blob.side)]
+        if len(there) != 1 or result[there[0]].face not in (None, UNSURE):
+            return False
+        holder = result[there[0]]
+        elsewhere = held - {holder.die}
+        guess, chance = self._finder_guess(die, elsewhere)
+        if guess == UNSURE or guess == holder.die or chance < rules.sure_identity:
+            return False
+        quad = np.float32(die.corners())
+        if self._named_by_colour(self._body_distances(image, gains, quad), elsewhere) != guess:
+            return False
+        blob = Blob(guess, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
+        face, face_confidence, scores = self._read_or_place(image, gains, blob, guess, typical)
+        if face == UNSURE:
+            return False
+        held.discard(holder.die)
+        held.add(guess)
+        result[there[0]] = DieRead(blob, guess, round(chance, 4), {}, face, min(round(chance, 4), face_confidence), scores)
+        log.debug("%s die at %s takes the place of the unread %s at %s", guess, die.center, holder.die, holder.blob.center)
+        return True
 
     def _claimed_from_clipped(self, image: np.ndarray, gains: np.ndarray, die: FoundDie, blob: Blob,
                               colours: Sequence[Mapping[str, float]], result: list[DieRead], held: set[str],

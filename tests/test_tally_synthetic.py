@@ -851,6 +851,31 @@ def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_p
     assert [(d.die, d.face, d.cocked) for d in leaning] == [("red", "star", False), ("blue", "(10)", True)]
 
 
+
+@pytest.mark.parametrize("holder_face, score, sure, displaced", [
+    (UNSURE, 0.9, 0.99, True),
+    ("star", 0.9, 0.99, False),  # the die read there has its face read: it stays
+    (UNSURE, 0.6, 0.99, False),  # the finder not sure there is a die (FinderRules.displace_score)
+    (UNSURE, 0.9, 0.9, False),  # nor which die it is (FinderRules.sure_identity)
+])
+def test_a_die_the_finder_is_sure_of_takes_the_place_of_an_unread_die_of_another_name(holder_face, score, sure, displaced,
+                                                                                      model_a):
+    """A patch of tray in a die's colour beside a white Up Die, taken for a die over it and its
+    face left unread, holds the place the finder's Up Die needs: where the finder is sure of the
+    Up Die and its print reads, the Up Die takes that place."""
+    from scanner.tally import Blob, DieRead, TallyReader
+    from scanner.tally_blobs import clip_levels
+    from scanner.tally_colour import balance_gains
+
+    image, _ = draw_scene([("up", "+1", 400.0, 300.0, 52.0, 0.3)], seed=3)
+    patch = Blob("green", np.float32(square(415.0, 310.0, 52.0, 0.3)), (415.0, 310.0), 52.0, 1.0, 1.0,
+                 np.zeros(3, np.float32))
+    holder = DieRead(patch, "green", 0.6, {}, holder_face, 0.0 if holder_face == UNSURE else 0.6, {})
+    reader = TallyReader(model_a, finder=StubFinder([]))
+    found = [_found("up", 400.0, 300.0, 52.0, 0.3, sure=sure, score=score)]
+    dice = reader._with_found(image, balance_gains(image), [holder], found, None, True, clip_levels(image))
+    assert [(d.die, d.face) for d in dice] == ([("up", "+1")] if displaced else [("green", holder_face)])
+
 def _blown_top(image: np.ndarray, cx: float, cy: float, side: float, angle: float) -> np.ndarray:
     """The photo with the lamp's mirror image over a die's top face: all of it white but its
     rounded rim."""
