@@ -226,6 +226,23 @@ class TallyReader:
         if best > 0:
             blob.place(tries[best], side)
 
+    def _reads_the_same_grown(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, face: str,
+                              typical: float | None, rivals: Collection[str]) -> bool:
+        """Whether `face`, read on `blob` as `die`, reads the same on a square of the frame's
+        common die size (`typical`) about the blob's centre, placed as any face is, where the
+        blob's square is much smaller than that (see TallyParams.small_face): the print seen
+        may be a part of the face's. True where the square is not that small."""
+        if typical is None or blob.side >= self.params.small_face * typical:
+            return True
+        grown = replace(blob)  # placing moves a blob: the reading's own stays as it was
+        centre = row_mean(grown.quad)
+        grown.place(((grown.quad - centre) * (typical / grown.side) + centre).astype(np.float32), typical)
+        again = self._read_or_place(image, gains, grown, die, typical, rivals, locate=True)[0]
+        if again != face and again != UNSURE:
+            log.debug("%s %s at %s reads %s on a square of the common size: unsure", die, face, blob.center, again)
+            return False
+        return True
+
     def _placed(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,
                 typical: float | None = None, flatten: bool = False) -> np.ndarray:
         """The top face moved, resized and turned to where its print looks most like a face
@@ -766,6 +783,8 @@ class TallyReader:
                 if face != UNSURE and face_confidence < self.params.weak_read and self.finder is not None:
                     face, face_confidence, scores = self._read_at_finder_size(
                         image, gains, blob, die, rivals, found_by_net(), (face, face_confidence, scores))
+                if face != UNSURE and not self._reads_the_same_grown(image, gains, blob, die, face, typical, rivals):
+                    face, face_confidence = UNSURE, 0.0
                 confidence = min(die_confidence, face_confidence) if face != UNSURE else 0.0
                 # An unread face on a patch of patterned tray, on a white or black patch
                 # whose print looks like none of the Up Die's faces, or with hardly any print

@@ -876,6 +876,31 @@ def test_a_die_the_finder_is_sure_of_takes_the_place_of_an_unread_die_of_another
     dice = reader._with_found(image, balance_gains(image), [holder], found, None, True, clip_levels(image))
     assert [(d.die, d.face) for d in dice] == ([("up", "+1")] if displaced else [("green", holder_face)])
 
+
+def test_a_face_read_on_a_square_much_smaller_than_the_dice_must_read_the_same_at_their_size(model_a):
+    """A square that took in only a part of a face's print (the "00" of a red 100 reads 50) is
+    checked on a square of the frame's common die size about its centre (TallyParams.small_face):
+    a face it reads differently there is not kept; one it reads the same, or a square not that
+    small, or a frame without a common size, is."""
+    from scanner.tally import Blob, TallyReader
+    from scanner.tally_colour import balance_gains
+
+    image, _ = draw_scene([("red", "100", 400.0, 300.0, 52.0, 0.3)], seed=2)
+    reader = TallyReader(model_a)
+
+    def blob(side):
+        return Blob("red", np.float32(square(400.0, 300.0, side, 0.3)), (400.0, 300.0), side, 1.0, 1.0,
+                    np.zeros(3, np.float32))
+
+    def same(face, side, typical=52.0):
+        return reader._reads_the_same_grown(image, balance_gains(image), blob(side), "red", face, typical, ())
+
+    small = 0.5 * 52.0  # the print's part, well below small_face of the dice's size
+    assert not same("50", small)
+    assert same("100", small)
+    assert same("50", 52.0)  # not that small: nothing to check
+    assert same("50", small, typical=None)
+
 def _blown_top(image: np.ndarray, cx: float, cy: float, side: float, angle: float) -> np.ndarray:
     """The photo with the lamp's mirror image over a die's top face: all of it white but its
     rounded rim."""
