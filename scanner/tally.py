@@ -104,6 +104,12 @@ def _narrowed(params: TallyParams, factor: float) -> TallyParams:
                    agree_code_ratio=params.agree_code_ratio * factor)
 
 
+def _scaled(quad: np.ndarray, factor: float) -> np.ndarray:
+    """`quad` scaled by `factor` about its centre."""
+    centre = row_mean(quad)
+    return ((quad - centre) * factor + centre).astype(np.float32)
+
+
 def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
     """`quad` turned by `angle` (radians) about its centre."""
     centre = row_mean(quad)
@@ -219,8 +225,7 @@ class TallyReader:
         """Replace a too small top face by the best-printed square of `side` around it."""
         tries = [blob.quad]
         for quad in blob.candidates or [blob.quad]:
-            centre = row_mean(quad)
-            tries.append(((quad - centre) * (side / max(blob.side, 1e-6)) + centre).astype(np.float32))
+            tries.append(_scaled(quad, side / max(blob.side, 1e-6)))
         scores = self._print_scores(image, gains, tries, blob.die)
         best = int(np.argmax(scores))
         if best > 0:
@@ -235,8 +240,7 @@ class TallyReader:
         if typical is None or blob.side >= self.params.small_face * typical:
             return True
         grown = replace(blob)  # placing moves a blob: the reading's own stays as it was
-        centre = row_mean(grown.quad)
-        grown.place(((grown.quad - centre) * (typical / grown.side) + centre).astype(np.float32), typical)
+        grown.place(_scaled(grown.quad, typical / grown.side), typical)
         again = self._read_or_place(image, gains, grown, die, typical, rivals, locate=True)[0]
         if again != face and again != UNSURE:
             log.debug("%s %s at %s reads %s on a square of the common size: unsure", die, face, blob.center, again)

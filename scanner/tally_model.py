@@ -311,10 +311,11 @@ class TallyParams:
     #: (three dice or more agreeing on it; such a square was regrown already where a larger
     #: one about it looked more like a face) must read the same on a square of the common
     #: size about its centre, placed as any face is, or it is left unsure: a square that took
-    #: in only the "00" of a red die's 100, the "1" beside it, read 50. Over the dev, teach, lean and alt sets
-    #: and the Tally check set, each also as the six other cameras would take it (7 x 1,723
-    #: dice): 12 confident mistakes fewer (30 -> 18; eleven of them two red 100s of the check
-    #: set), 12 more left unsure, none read right lost (the same at 0.95; at 0.8, 8 fewer).
+    #: in only the "00" of a red die's 100, the "1" beside it, read 50. Over the dev, teach,
+    #: lean and alt sets and the Tally check set, each also as the six other cameras would
+    #: take it (7 x 1,723 dice): 12 confident mistakes fewer (30 -> 18; eleven of them two
+    #: red 100s of the check set), 12 more left unsure, none read right lost (the same at
+    #: 0.95; at 0.8, 8 fewer).
     small_face: float = 0.88
     #: A die only the finder found, its top face blown out: named as the finder names it when
     #: at least rim_share of its edge band (plus rim_over_tray times the tray ring's share)
