@@ -963,13 +963,17 @@ class TallyReader:
                     found: Sequence[FoundDie]) -> tuple[str, float]:
         """(die, confidence) of a die whose colour lies as near two dice (blue and purple under
         some lamps) when the finder, at the same place, is sure it is one of them and no other
-        die of the frame is; else unsure. The colours stay the user's: the net only chooses
-        among those they allow."""
+        die of the frame is (less sure where it chooses the nearer colour: see
+        FinderRules.nearer_identity); else unsure. The colours stay the user's: the net only
+        chooses among those they allow."""
         near = [die for die in distances if die in self.compiled.templates and among_nearest(distances, die, self.params)
                 and not held_elsewhere(die, distances[die], taken)]
         if len(near) < 2:
             return UNSURE, 0.0
-        return self._finder_choice(blob, near, found, self.finder_rules.sure_identity)
+        die, confidence = self._finder_choice(blob, near, found, self.finder_rules.nearer_identity)
+        if die != min(near, key=distances.__getitem__):
+            return self._finder_choice(blob, near, found, self.finder_rules.sure_identity)
+        return die, confidence
 
     def _finder_choice(self, blob: Blob, candidates: Sequence[str], found: Sequence[FoundDie],
                        sure: float) -> tuple[str, float]:

@@ -1108,9 +1108,13 @@ def test_a_die_in_a_wall_s_shadow_only_the_finder_found_is_named_when_net_and_co
 
 
 @pytest.mark.parametrize("blobs_see_it", [True, False])
-@pytest.mark.parametrize("named, sure, expected", [("blue", 0.99, "blue"), ("purple", 0.99, "purple"),
-                                                   ("blue", 0.9, UNSURE), ("green", 0.99, UNSURE)])
+@pytest.mark.parametrize("named, sure, expected", [
+    ("blue", 0.99, "blue"), ("purple", 0.99, "purple"),
+    ("blue", 0.9, "blue"),  # the nearer colour (blue, by a little): two signs that agree (nearer_identity)
+    ("purple", 0.9, UNSURE),  # the farther one needs the finder sure (sure_identity)
+    ("blue", 0.85, UNSURE), ("green", 0.99, UNSURE)])
 def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, sure, expected, blobs_see_it, model_a):
+    from scanner.finder import FinderRules
     from scanner.tally import TallyReader
     from scanner.tally_model import TallyParams
 
@@ -1122,8 +1126,11 @@ def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, 
     if blobs_see_it:
         (alone,) = TallyReader(model_a, params).read_dice(image)
         assert alone.die == UNSURE  # the colour alone cannot tell, nor the print (20: both have it)
+        assert alone.distances["blue"] < alone.distances["purple"]
     finder = StubFinder([_found(named, 402.0, 299.0, 52.0, 0.3, sure=sure)])
     (die,) = TallyReader(model_a, params, finder=finder).read_dice(image)
+    if not blobs_see_it and sure < FinderRules().sure_identity:
+        expected = UNSURE  # nearer_identity is for the colour blobs' dice only
     assert (die.die, die.die_confidence) == ((expected, 0.5) if expected != UNSURE else (UNSURE, 0.0))
     if blobs_see_it and expected != UNSURE:
         assert die.face == "20"
