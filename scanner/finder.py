@@ -183,7 +183,7 @@ class FinderRules:
     #: this sure it is one of those two.
     sure_identity: float = 0.95
     #: ...or this sure, where the one it chooses is also the nearer of the two by colour: two
-    #: signs that agree (a purple die under a warm lamp, its colour near the blue die's too).
+    #: signs that agree (a purple die on light cloth, its colour near the blue die's too).
     #: Over the dev, teach, lean and alt sets and the Tally check set, each also as the six
     #: other cameras would take it (7 x 1,723 dice), 6 dice more read right, no confident
     #: mistake more; in the calibration bench's two lamps, uncalibrated, 8 more, none wrong.
