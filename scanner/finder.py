@@ -186,8 +186,8 @@ class FinderRules:
     #: signs that agree (a purple die on light cloth, its colour near the blue die's too).
     #: Over the dev, teach, lean and alt sets and the Tally check set, each also as the six
     #: other cameras would take it (7 x 1,723 dice), 6 dice more read right, no confident
-    #: mistake more; in the calibration bench's two lamps, uncalibrated, 8 more, none wrong.
-    #: (At 0.8: 9 and 11 more, but one confident mistake in the bluish lamp; at 0.7: 13.) Only
+    #: mistake more; in the calibration bench's two lamps, uncalibrated, 7 more, none wrong.
+    #: (At 0.8: 9 and 10 more, but one confident mistake in the bluish lamp; at 0.7: 13.) Only
     #: for a die the colour blobs found: one only the finder found is named by its colour and
     #: print where the finder is less sure (the Tally reader's _named_by_print), which reads
     #: those dice with more to go on (the same rule there read one die more right and one less).
