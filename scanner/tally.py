@@ -122,6 +122,12 @@ def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
 FINDER_CHOICE_CONFIDENCE = 0.5
 
 
+def _found_blob(name: str, die: FoundDie, quad: np.ndarray) -> Blob:
+    """A die the finder found, as a blob named `name` on its square `quad` (the finder
+    measures no outline or colour: a full square, no body colour)."""
+    return Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
+
+
 def _found_at(found: Sequence[FoundDie], blob: Blob) -> FoundDie | None:
     """The die the finder found nearest `blob`'s centre, within half its side; else None."""
     near = [f for f in found if math.dist(f.center, blob.center) <= 0.5 * blob.side]
@@ -971,7 +977,8 @@ class TallyReader:
         if len(near) < 2:
             return UNSURE, 0.0
         die, confidence = self._finder_choice(blob, near, found, self.finder_rules.nearer_identity)
-        if die != min(near, key=distances.__getitem__):
+        if die not in (UNSURE, min(near, key=distances.__getitem__)):
+            # It chose the farther colour: only its own word names the die.
             return self._finder_choice(blob, near, found, self.finder_rules.sure_identity)
         return die, confidence
 
@@ -1014,7 +1021,7 @@ class TallyReader:
             if name == UNSURE and blown:
                 name, chance = self._named_by_rim(die, rim_shares(image, gains, quad, self.compiled), held)
                 by_rim = name != UNSURE
-            blob = Blob(name, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
+            blob = _found_blob(name, die, quad)
             face, confidence, scores = (None, 0.0, {}) if not with_faces else (UNSURE, 0.0, {})
             likely, _ = self._finder_likely(die, held)  # the finder's word, if it has one
             if with_faces and name == UNSURE:
@@ -1086,13 +1093,14 @@ class TallyReader:
         quad = np.float32(die.corners())
         if self._named_by_colour(self._body_distances(image, gains, quad), elsewhere) != guess:
             return False
-        blob = Blob(guess, quad, die.center, die.side, 1.0, 1.0, np.zeros(3, np.float32))
+        blob = _found_blob(guess, die, quad)
         face, face_confidence, scores = self._read_or_place(image, gains, blob, guess, typical)
         if face == UNSURE:
             return False
         held.discard(holder.die)
         held.add(guess)
-        result[there[0]] = DieRead(blob, guess, round(chance, 4), {}, face, min(round(chance, 4), face_confidence), scores)
+        chance = round(chance, 4)
+        result[there[0]] = DieRead(blob, guess, chance, {}, face, min(chance, face_confidence), scores)
         log.debug("%s die at %s takes the place of the unread %s at %s", guess, die.center, holder.die, holder.blob.center)
         return True
 
