@@ -504,7 +504,9 @@ class TallyReader:
         - or, where the templates' match is weak (score below params.net_check_below), it
           finds the print nearer no face than any face: a square half off the top face, or
           a print cut by a shadow's edge, whose strokes the templates took for another face's
-          (see TallyParams.net_check_below)."""
+          (see TallyParams.net_check_below);
+        - or, where the templates' weak match is a star, it does not find the print clearly
+          nearer the star than anything else (see TallyParams.star_net_ratio)."""
         twin = self._twins.get(die, {}).get(face)
         weak = score < self.params.net_check_below
         if die not in self._codes or (twin is None and not weak):
@@ -512,6 +514,11 @@ class TallyReader:
         similar = self._net_faces(ink, die)
         if weak and similar[0][0] == NO_FACE:
             return True
+        star = dict(similar).get(STAR) if weak and face == STAR else None
+        if star is not None:
+            nearest_other = max(similarity for other, similarity in similar if other != STAR)
+            if distance_ratio(star, nearest_other) > self.params.star_net_ratio:
+                return True
         return twin is not None and dict(similar)[twin[0]] > dict(similar)[face]
 
     def _clipped_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],

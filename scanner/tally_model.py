@@ -280,6 +280,15 @@ class TallyParams:
     #: a fifth of the right reads, so the net's cost is paid about once a frame; on every
     #: template read it cost 5 ms a frame of seven dice.
     net_check_below: float = 0.9
+    #: A star so checked must lie clearly nearer the net's code than any other face or no
+    #: face does (distance_ratio at most star_net_ratio): a star is one solid blob of ink, so
+    #: a square half off a number's print (JPEG, a softer lens) matches its templates as well
+    #: as the blobs of half the strokes can, where the net sees the strokes as a whole. A
+    #: green 40 so read as a star (dev tallyup-s05-r08, lean-tallyup-s07-r02): over the dev,
+    #: teach, lean and alt sets, each also as the six other cameras would take it, five
+    #: confident mistakes fewer, all five then read right, none lost (at 0.7, a star read
+    #: right is lost; at 0.8, only three are saved).
+    star_net_ratio: float = 0.75
     #: A face still unsure is read again with the shade across it divided out (a neighbour's,
     #: the wall's or a hand's shadow: see shadow_flattened), by margins flatten_strictness
     #: times the usual. The body's brightness is measured with a disc of flatten_kernel pixels
