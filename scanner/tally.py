@@ -734,12 +734,11 @@ class TallyReader:
                 printed.append(blob)
         dice = []
         chosen = choose_dice(printed, self.model, self.params)
-        typical: float | None = None
-        if len(chosen) >= 3:
+        typical = self._common_side(chosen, found_by_net)
+        if typical is not None:
             # Every die in a set is the same size: a top face found much smaller than the
             # others is a part of it (print cut the body apart, a shadow took a corner). The
             # face is looked for again at the common size, around each candidate and its print.
-            typical = float(np.median([b.side for b in chosen]))
             for blob in chosen:
                 if blob.side < 0.88 * typical and blob.die in self.compiled.templates:
                     self._regrow(image, gains, blob, typical)
@@ -813,6 +812,16 @@ class TallyReader:
                     continue
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
         return dice, typical
+
+    def _common_side(self, chosen: Sequence[Blob], found_by_net: Callable[[], Sequence[FoundDie]]) -> float | None:
+        """The frame's common die size: the median top face of the colour blobs where at
+        least three agree on it, else the median of the finder's dice (it measures each die
+        it finds, and a roll of one or two dice is common in a game); None where neither can
+        tell."""
+        if len(chosen) >= 3:
+            return float(np.median([b.side for b in chosen]))
+        sides = [die.side for die in found_by_net()]
+        return float(np.median(sides)) if sides else None
 
     def _with_shaded(self, image: np.ndarray, gains: np.ndarray, half: np.ndarray, dice: list[DieRead],
                      traced: Sequence[FoundDie], typical: float | None) -> list[DieRead]:

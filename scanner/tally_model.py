@@ -320,10 +320,12 @@ class TallyParams:
     weak_read: float = 0.6
     small_square: float = 0.75
     #: A face read on a top face smaller than small_face times the frame's common die size
-    #: (three dice or more agreeing on it; such a square was regrown already where a larger
-    #: one about it looked more like a face) must read the same on a square of the common
-    #: size about its centre, placed as any face is, or it is left unsure: a square that took
-    #: in only the "00" of a red die's 100, the "1" beside it, read 50. Over the dev, teach,
+    #: (three dice or more agreeing on it, else the finder's: TallyReader._common_side; such a
+    #: square was regrown already where a larger one about it looked more like a face) must
+    #: read the same on a square of the common size about its centre, placed as any face is,
+    #: or it is left unsure: a square that took in only the "00" of a red die's 100, the "1"
+    #: beside it, read 50 (a lone one in the play set, too, until the finder's size stood in
+    #: for the blobs' on frames of fewer than three dice). Over the dev, teach,
     #: lean and alt sets and the Tally check set, each also as the six other cameras would
     #: take it (7 x 1,723 dice): 12 confident mistakes fewer (30 -> 18; eleven of them two
     #: red 100s of the check set), 12 more left unsure, none read right lost (the same at

@@ -901,6 +901,31 @@ def test_a_face_read_on_a_square_much_smaller_than_the_dice_must_read_the_same_a
     assert same("50", 52.0)  # not that small: nothing to check
     assert same("50", small, typical=None)
 
+
+def test_the_common_die_size_is_the_finder_s_where_too_few_blobs_agree_on_one(model_a):
+    """Three blobs or more give the frame's common die size (their median top face); a roll of
+    one or two dice, common in a game, takes the finder's (the median of its dice), so that a
+    lone red 100 whose square took in only the "00" is still checked at the dice's size; with
+    neither, there is none."""
+    from scanner.tally import Blob, TallyReader
+
+    def blob(side):
+        return Blob("red", np.float32(square(400.0, 300.0, side, 0.3)), (400.0, 300.0), side, 1.0, 1.0,
+                    np.zeros(3, np.float32))
+
+    finder = StubFinder([_found("red", 400.0, 300.0, 50.0, 0.3), _found("blue", 600.0, 300.0, 54.0, 0.3),
+                         _found("green", 800.0, 300.0, 60.0, 0.3, score=0.1)])  # below the finder's bar
+    reader = TallyReader(model_a, finder=finder)
+
+    def found():
+        return finder.find(None)
+
+    assert reader._common_side([blob(30.0)], found) == pytest.approx(52.0)
+    assert reader._common_side([blob(30.0), blob(40.0), blob(44.0)], found) == pytest.approx(40.0)
+    assert reader._common_side([blob(30.0)], lambda: []) is None
+    assert reader._common_side([], found) == pytest.approx(52.0)
+
+
 def _blown_top(image: np.ndarray, cx: float, cy: float, side: float, angle: float) -> np.ndarray:
     """The photo with the lamp's mirror image over a die's top face: all of it white but its
     rounded rim."""
