@@ -269,12 +269,17 @@ class TallyReader:
         # square's body and ink colours for all (measuring them for each would cost more
         # than the correlations), centred only (the squares lie a few pixels apart).
         anchors = (row_mean(found), *found, *((found + np.roll(found, 1, axis=0)) / 2))
-        grows = list(self.params.place_grow)
+        largest = found_side * max(self.params.place_grow)
         smallest = found_side
+        shrinks: list[float] = []
         if typical and found_side > typical * self.params.place_shrink_above:
-            # Larger than the frame's other dice: a neighbour or a shadow joined the outline.
-            grows += [typical / found_side * f for f in self.params.place_shrink]
+            # Larger than the frame's other dice: a neighbour or a shadow joined the outline,
+            # and a square grown much past the dice's size takes in more of them (or of a
+            # patterned tray) than of the face.
+            shrinks = [typical / found_side * f for f in self.params.place_shrink]
             smallest = typical * min(self.params.place_shrink)
+            largest = min(largest, typical * self.params.place_largest)
+        grows = [grow for grow in self.params.place_grow if found_side * grow <= largest * 1.01] + shrinks
         tries = [found] + [(found - anchor) * grow + anchor for grow in grows for anchor in anchors]
         source, source_gains, to_source = image, gains, None
         if flatten:
@@ -329,7 +334,7 @@ class TallyReader:
             tries = [best_quad + across, best_quad - across, best_quad + down, best_quad - down]
             # Within the sizes the first look tried: a square grown far past the die takes in
             # its neighbours' prints and the tray.
-            if mean_side(best_quad) * grow <= found_side * max(self.params.place_grow) * 1.01:
+            if mean_side(best_quad) * grow <= largest * 1.01:
                 tries.append((best_quad - centre) * grow + centre)
             if mean_side(best_quad) / grow >= smallest:
                 tries.append((best_quad - centre) / grow + centre)

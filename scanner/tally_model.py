@@ -209,6 +209,17 @@ class TallyParams:
     place_shift: float = 0.06
     place_steps: int = 3
     #: A square found larger than place_shrink_above times the frame's common die size is
+    #: grown (place_grow, place_scale) to at most place_largest times that size: grown
+    #: further, it takes in more of the tray's pattern and the neighbours than of the face (a
+    #: red 50 on plaid cloth read as 100 on a square twice the dice's size, a white stripe its
+    #: "1"). Play set (setups 0-8), each also as the six other cameras would take it: that 50
+    #: read right through four of them, nothing else changed. Dev, teach, lean and alt sets
+    #: so: one die more found and read, one left unsure, a leaning blue die read on its side
+    #: face (a star) through two cameras; test split: two dice read right through one camera
+    #: each left unsure; both lamps: no change. (At 1.3 the dev split's leaning purple (20) is
+    #: read as lying flat through four cameras.)
+    place_largest: float = 1.5
+    #: A square found larger than place_shrink_above times the frame's common die size is
     #: also tried at place_shrink times that size (about the same anchors).
     place_shrink_above: float = 1.12
     place_shrink: tuple[float, ...] = (1.0, 1.1)

@@ -534,6 +534,29 @@ def test_a_face_found_too_large_and_turned_is_placed_on_the_print_and_read(die, 
     assert float(np.mean(np.linalg.norm(unsized - np.roll(unsized, 1, axis=0), axis=1))) >= 0.99 * 56 * grow
 
 
+def test_a_face_found_larger_than_the_dice_is_not_grown_much_past_their_size(model_a):
+    """An outline larger than the frame's common die size took in something else (a patterned
+    tray's stripe, a neighbour): the squares tried about it are grown to at most
+    TallyParams.place_largest times that size, however much better a larger one looks (here
+    the print is drawn larger than the dice's size, so it looks best larger). A red 50 on a
+    plaid cloth was so read as 100 on a square twice the dice's size, a white stripe its "1"."""
+    from scanner.labels import mean_side
+    from scanner.tally import TallyReader
+    from scanner.tally_colour import balance_gains
+    from scanner.tally_model import TallyParams
+
+    image, (label,) = draw_scene([("red", "50", 640, 360, 64, 0.3)], LOOK_A)
+    truth = np.float32(label.corners)
+    found = (truth - truth.mean(axis=0)) * 0.8 + truth.mean(axis=0)
+    typical = 34.0
+    gains = balance_gains(image)
+    bounded = TallyReader(model_a)._placed(image, gains, found, "red", typical=typical)
+    assert mean_side(bounded) <= 1.01 * TallyParams().place_largest * typical
+    unbounded = TallyReader(model_a, replace(TallyParams(), place_largest=10.0))._placed(image, gains, found, "red",
+                                                                                      typical=typical)
+    assert mean_side(unbounded) > 1.2 * mean_side(bounded)
+
+
 def _blob(die: str, x: float, lab, side: float = 44.0, print_score: float = 0.8):
     from scanner.tally_blobs import Blob
 
