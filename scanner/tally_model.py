@@ -209,20 +209,19 @@ class TallyParams:
     place_shift: float = 0.06
     place_steps: int = 3
     #: A square found larger than place_shrink_above times the frame's common die size is
-    #: grown (place_grow, place_scale) to at most place_largest times that size: grown
-    #: further, it takes in more of the tray's pattern and the neighbours than of the face (a
-    #: red 50 on plaid cloth read as 100 on a square twice the dice's size, a white stripe its
-    #: "1"). Play set (setups 0-8), each also as the six other cameras would take it: that 50
-    #: read right through four of them, nothing else changed. Dev, teach, lean and alt sets
-    #: so: one die more found and read, one left unsure, a leaning blue die read on its side
-    #: face (a star) through two cameras; test split: two dice read right through one camera
-    #: each left unsure; both lamps: no change. (At 1.3 the dev split's leaning purple (20) is
-    #: read as lying flat through four cameras.)
-    place_largest: float = 1.5
-    #: A square found larger than place_shrink_above times the frame's common die size is
-    #: also tried at place_shrink times that size (about the same anchors).
+    #: also tried at place_shrink times that size (about the same anchors), and grown
+    #: (place_grow, place_scale) to at most place_largest times that size: grown further, it
+    #: takes in more of the tray's pattern and the neighbours than of the face (a red 50 on
+    #: plaid cloth read as 100 on a square twice the dice's size, a white stripe its "1").
+    #: Play set, each photo also as the six other cameras would take it: that 50 read right
+    #: through four of them, nothing else changed. Dev, teach, lean and alt sets so: one die
+    #: more found and read, one left unsure, a leaning blue die read on its side face (a star)
+    #: through two cameras; test split: two dice read right through one camera each left
+    #: unsure; both lamps: no change. (At 1.3 the dev split's leaning purple (20) is read as
+    #: lying flat through four cameras.)
     place_shrink_above: float = 1.12
     place_shrink: tuple[float, ...] = (1.0, 1.1)
+    place_largest: float = 1.5
     #: Turns (degrees) tried on the best square of the first look: an outline joined by a
     #: neighbour or a shadow runs at another angle than the top face.
     place_turns: tuple[float, ...] = (-24.0, -16.0, -8.0, 8.0, 16.0, 24.0)
@@ -335,12 +334,12 @@ class TallyParams:
     #: square was regrown already where a larger one about it looked more like a face) must
     #: read the same on a square of the common size about its centre, placed as any face is,
     #: or it is left unsure: a square that took in only the "00" of a red die's 100, the "1"
-    #: beside it, read 50 (a lone one in the play set, too, until the finder's size stood in
-    #: for the blobs' on frames of fewer than three dice). Over the dev, teach,
-    #: lean and alt sets and the Tally check set, each also as the six other cameras would
-    #: take it (7 x 1,723 dice): 12 confident mistakes fewer (30 -> 18; eleven of them two
-    #: red 100s of the check set), 12 more left unsure, none read right lost (the same at
-    #: 0.95; at 0.8, 8 fewer).
+    #: beside it, read 50 (a lone one in the play set too, until the finder's size stood in
+    #: for the blobs' on frames of fewer than three dice). Over the dev, teach, lean and alt
+    #: sets and the Tally check set, each also as the six other cameras would take it (7 x
+    #: 1,723 dice): 12 confident mistakes fewer (30 -> 18; eleven of them two red 100s of the
+    #: check set), 12 more left unsure, none read right lost (the same at 0.95; at 0.8, 8
+    #: fewer).
     small_face: float = 0.88
     #: A die only the finder found, its top face blown out: named as the finder names it when
     #: at least rim_share of its edge band (plus rim_over_tray times the tray ring's share)
