@@ -519,12 +519,12 @@ class TallyReader:
         similar = self._net_faces(ink, die)
         if weak and similar[0][0] == NO_FACE:
             return True
-        star = dict(similar).get(STAR) if weak and face == STAR else None
-        if star is not None:
+        nearness = dict(similar)
+        if weak and face == STAR and STAR in nearness:
             nearest_other = max(similarity for other, similarity in similar if other != STAR)
-            if distance_ratio(star, nearest_other) > self.params.star_net_ratio:
+            if distance_ratio(nearness[STAR], nearest_other) > self.params.star_net_ratio:
                 return True
-        return twin is not None and dict(similar)[twin[0]] > dict(similar)[face]
+        return twin is not None and nearness[twin[0]] > nearness[face]
 
     def _clipped_decision(self, ink: np.ndarray, die: str, scores: Mapping[str, float],
                           params: TallyParams) -> tuple[str, float]:

@@ -229,7 +229,9 @@ class TallyParams:
     #: narrower (max_ratio and close_ratio times placed_ratio). (0.9 read 10 dice more right
     #: over the tuning sets as seven cameras would take them, none wrong, and 7 more on the hold
     #: set and test split; but it read the play set's red 100 in s08-r05 as a confident 50, a
-    #: roll scored wrong, and made 3 confident mistakes in the calibration bench's lamps.)
+    #: roll scored wrong, and made 3 confident mistakes in the calibration bench's lamps. With
+    #: the finder's size for small rolls (TallyReader._common_side) that 100 reads right at
+    #: 0.9, but the warm lamp still reads a lean yellow 20 as 70.)
     placed_ratio: float = 0.8
     #: The face net (scanner/face_net.py) reads the mean of a print's codes (see
     #: _code_decision): its best face's code must lie this near it (cosine) and its distance
