@@ -448,10 +448,12 @@ def test_the_scanner_bench_reads_the_differently_looking_set_taught_from_twenty_
 
 def test_a_dim_lamp_is_brightened_back_for_tally_dice_too():
     """Half of a warm lamp's light on a fixed camera (dev table s18): the Tally reader, with the
-    finder, sees the picture brightened by the profile's light gains, and reads the two dice
-    it left unread in the dark one. (Until the warm lamp's white was trusted down to green
+    finder, sees the picture brightened by the profile's light gains, and reads the die it
+    left unread in the dark one. (Until the warm lamp's white was trusted down to green
     0.65 of red, scanner.tally_colour.LAMP_GREEN_PER_RED, this was s18-r01, where the dark picture
-    had one die read wrong; since then it reads all four there, and the gains one fewer.)"""
+    had one die read wrong; since then it reads all four there, and the gains one fewer. Until
+    the face net turned only the likeliest cut of a coloured die, TallyParams.code_turns, the
+    dark picture here left two dice unread: its purple 20 is now read there too.)"""
     look = LOOKS[1]  # warm cast, half the light
     photo = load_photo_label(FIXTURES / "tallyup" / "tallyup-s18-r02.json")
     image = look.apply(_photo(photo.image))
@@ -467,7 +469,7 @@ def test_a_dim_lamp_is_brightened_back_for_tally_dice_too():
     dark_right, dark_wrong = right_and_wrong(Scanner("tallyup"))
     lit_right, lit_wrong = right_and_wrong(Scanner("tallyup", light_gains=gains))
     assert len(photo.dice) == 5
-    assert (dark_right, dark_wrong) == (3, 0)
+    assert (dark_right, dark_wrong) == (4, 0)
     assert (lit_right, lit_wrong) == (5, 0)
 
 

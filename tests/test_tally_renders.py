@@ -323,19 +323,22 @@ def test_a_weak_template_read_the_face_net_finds_nearest_no_face_is_not_taken(ne
     assert read_there(image, truth, nets, replace(TallyParams(), net_check_below=0.0)) == [("green", "star")]
 
 
-@pytest.mark.parametrize("folder, photo, camera", [
-    (FIXTURES, "tallyup-s05-r08.jpg", "JPEG q60"),
-    (FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s07-r02.jpg", "via 640 px"),
+@pytest.mark.parametrize("folder, photo, camera, then", [
+    # Left unsure since the face net turns only the likeliest cut of a coloured die (see
+    # TallyParams.code_turns); the four codes lie by 40 less clearly than the six did.
+    (FIXTURES, "tallyup-s05-r08.jpg", "JPEG q60", UNSURE),
+    (FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s07-r02.jpg", "via 640 px", "40"),
 ])
-def test_a_weak_star_the_face_net_does_not_clearly_see_is_not_taken(folder, photo, camera, nets):
+def test_a_weak_star_the_face_net_does_not_clearly_see_is_not_taken(folder, photo, camera, then, nets):
     """A green 40 as another camera would take it, its square a little off the print: the
     templates match it best as a star (weakly), and the face net finds the print nearest the
     star by too little (TallyParams.star_net_ratio) or nearest another face. The star is not
-    taken and the die is then read right; without the check it is a confident star."""
+    taken and the die is then read right or left unsure (`then`); without the check it is a
+    confident star."""
     image, truth = one_die(folder, photo, "green")
     assert truth.face == "40"
     image = dict(PERTURBATIONS)[camera](image)
-    assert read_there(image, truth, nets) == [("green", "40")]
+    assert read_there(image, truth, nets) == [("green", then)]
     assert read_there(image, truth, nets, replace(TallyParams(), star_net_ratio=1e6)) == [("green", "star")]
 
 
