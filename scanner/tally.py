@@ -1423,14 +1423,42 @@ class TallyReader:
         """(die, confidence) of a die the finder found whose top face the camera blew out
         (glare leaves it white, whatever its colour): the finder's likeliest identity, when
         no other die of the frame is it and the die's own edge shows that die's body colour,
-        more than the tray around it does (`shares`: see rim_shares); else unsure."""
-        guess, _ = self._finder_likely(die, held)
+        more than the tray around it does (`shares`: see rim_shares); where the finder is
+        unsure which die it is, or takes it for the Up Die another die of the frame is, the
+        die the edge clearly shows (see _rim_winner); else unsure."""
+        guess, chance = self._finder_guess(die, ())
         if guess == UNSURE:
             return UNSURE, 0.0
+        if guess in held:
+            # The finder takes it for another die of the frame: for the white Up Die where it
+            # sees the white top alone.
+            return self._rim_winner(shares, held) if self._neutral(guess) else (UNSURE, 0.0)
+        if chance < self.finder_rules.min_identity:
+            return self._rim_winner(shares, held)
         edge, tray = shares[guess]
         if edge < self.params.rim_share + self.params.rim_over_tray * tray:
             return UNSURE, 0.0
         return guess, self.params.rim_identity_confidence
+
+    def _rim_winner(self, shares: Mapping[str, tuple[float, float]], held: Collection[str]) -> tuple[str, float]:
+        """(die, confidence) of the coloured die not `held` whose body colour covers the most
+        of a blown die's edge band, less rim_over_tray times the tray ring's share (`shares`:
+        see rim_shares), when that is at least rim_alone_share and rim_alone_margin more than
+        any other such die's; else unsure. Not a colour another die not held turns into where
+        it clips (within rim_clip_margin: an orange die's edge in glare shows yellow, a blue
+        die's purple), nor the Up Die's white or black (glare spills white over the edge)."""
+        free = sorted(((edge - self.params.rim_over_tray * tray, name) for name, (edge, tray) in shares.items()
+                       if name not in held and not self._neutral(name)), reverse=True)
+        if not free:
+            return UNSURE, 0.0
+        best, winner = free[0]
+        runner_up = free[1][0] if len(free) > 1 else 0.0
+        if best < self.params.rim_alone_share or best - runner_up < self.params.rim_alone_margin:
+            return UNSURE, 0.0
+        turned = clipped_distances(np.float32(self.model.bodies[winner].lab), self.model, self.params)
+        if any(turned[other] <= self.params.rim_clip_margin for _, other in free[1:]):
+            return UNSURE, 0.0
+        return winner, self.params.rim_identity_confidence
 
 
 #: Side of the patch a die's edge is measured on (see rim_shares).

@@ -356,6 +356,19 @@ class TallyParams:
     rim_share: float = 0.08
     rim_over_tray: float = 1.0
     rim_identity_confidence: float = 0.5
+    #: ...and where the finder is unsure which die it is, or takes its white top for the Up
+    #: Die another die of the frame is: the coloured die no other die of the frame is whose
+    #: colour covers at least rim_alone_share of the edge band (less the tray ring's share),
+    #: rim_alone_margin more than any other such die's, and is not the colour another of them
+    #: turns into where it clips (within rim_clip_margin; see clipped_distances: blue and
+    #: purple lie 2.3 and 2.8 apart, orange and yellow 1.2). On the blown dice of the dev,
+    #: teach, lean, test and play sets and the check set's rendered part (239, at their
+    #: labelled squares), another coloured die's colour covers at most 0.14 of the edge less
+    #: the tray's (purple on a blue die; orange on a yellow one 0.11), but for orange dice's
+    #: yellow (up to 0.47); the die's own, up to 0.83.
+    rim_alone_share: float = 0.1
+    rim_alone_margin: float = 0.1
+    rim_clip_margin: float = 3.0
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.

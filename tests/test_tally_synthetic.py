@@ -1014,6 +1014,30 @@ def test_a_blown_out_die_on_a_tray_of_its_own_colour_is_not_named_by_its_rim(mod
     assert [d.die for d in at] in ([], [UNSURE])
 
 
+@pytest.mark.parametrize("finder_says, blue_read, named", [
+    ("purple, unsure", True, "purple"),  # the blue die is read elsewhere: the purple rim is the purple die's
+    ("purple, unsure", False, UNSURE),  # a blue die in glare shows purple on its edge too
+    ("up", True, "purple"),  # it sees the white top alone, and the Up Die lies elsewhere
+])
+def test_a_blown_out_die_the_finder_cannot_name_is_named_by_its_rim_alone(finder_says, blue_read, named, model_a):
+    """The finder found a die the lamp blew out white but cannot say which it is: its edge,
+    turned away from the lamp, names it where it clearly shows one die's colour, which no
+    other die of the frame is, and no other unread die turns into where the camera clips."""
+    from scanner.tally import TallyReader
+
+    layout = [("purple", "star", 400.0, 300.0, 52.0, 0.3), ("up", "+2", 600.0, 500.0, 52.0, 0.4)]
+    layout += [("blue", "(10)", 900.0, 300.0, 52.0, 0.2)] if blue_read else []
+    image, _ = draw_scene(layout, background=BACKGROUNDS["dark_felt"], seed=5)
+    image = _blown_top(image, 400.0, 300.0, 52.0, 0.3)
+    guess = _found("up", 400.0, 300.0, 52.0, 0.3) if finder_says == "up" else _found("purple", 400.0, 300.0, 52.0, 0.3, sure=0.3)
+    dice = TallyReader(model_a, finder=StubFinder([guess])).read(image)
+    at = [(d.die, d.face) for d in dice if math.dist(d.center, (400.0, 300.0)) < 10]
+    assert at == [(named, UNSURE)]
+    assert ("up", "+2") in [(d.die, d.face) for d in dice]
+    if blue_read:
+        assert ("blue", "(10)") in [(d.die, d.face) for d in dice]
+
+
 def test_the_finder_adds_nothing_where_the_blobs_found_a_die(model_a):
     from scanner.tally import TallyReader
 
