@@ -545,8 +545,8 @@ class TallyReader:
     def _code_decision(self, inks: Sequence[np.ndarray], die: str, params: TallyParams,
                        templates: Mapping[str, float] | None = None) -> tuple[str, float]:
         """(face, confidence) by the face net of a print cut at a few scales (the likeliest
-        first), each also turned (params.code_turns; on a die without twin faces the
-        likeliest cut alone): the mean of their codes must lie
+        first), each also turned (params.code_turns; the likeliest cut alone unless the
+        first code lies nearest a face with a twin): the mean of their codes must lie
         clearly nearest one face. A print read right has about the same code however it is
         cut and turned, so the mean keeps it; a square that misses the print reads
         differently as it grows (more of a neighbour, less of the print), and the mean of
@@ -563,10 +563,11 @@ class TallyReader:
         second = next((s for f, s in others if f != twins.get(face, (None,))[0]), -1.0)
         if face == NO_FACE or distance_ratio(best, second) > params.code_early:
             return UNSURE, 0.0
-        if twins:
+        if face in twins:
             turned = [np.rot90(ink, k) for ink in inks for k in params.code_turns][1:]
         else:
-            # The likeliest cut turned, the others as they are: see TallyParams.code_turns.
+            # The likeliest cut turned, the others as they are (see TallyParams.code_turns);
+            # every cut turned where the first reads as a face with a twin.
             turned = [np.rot90(inks[0], k) for k in params.code_turns][1:] + list(inks[1:])
         (face, best), (other, second), *rest = self._nearest_to_mean(die, np.concatenate([first, self.face_net.codes(turned)]))
         if face == NO_FACE or best < params.min_code:

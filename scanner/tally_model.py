@@ -280,14 +280,15 @@ class TallyParams:
     agree_template_ratio: float = 0.95
     agree_confidence: float = 0.55
     #: The quarter turns each cut is read at (0 first). All four read the dev split, lean set
-    #: and alt look alike, at twice the net's cost (11 cuts, 5 ms, against 5). On a die
-    #: without twin faces only the likeliest cut is turned (4 codes, not 6): a fifth less of
-    #: the net's work on a frame of seven dice (test split: 19.3 cuts a frame, not 23.6).
-    #: Over the dev, teach, lean and alt sets, the test split and the play set, each also as
-    #: the six other cameras take it, and dev, teach, lean and the check set under both
-    #: lamps: 3 dice more read right, 1 confident mistake fewer (a bluish-lamp blue 50 read
-    #: as a star), none more. Turning only the likeliest cut of the Up Die too read 6 more
-    #: right, but a warm-lamp +100 as -100: its twins are told apart by the mean of all six.
+    #: and alt look alike, at twice the net's cost (11 cuts, 5 ms, against 5). Only the
+    #: likeliest cut is turned (4 codes, not 6) unless the first code lies nearest a face
+    #: with a twin (+100, -100): a fifth less of the net's work on a frame of seven dice (test
+    #: split: 19.3 cuts a frame, not 23.6). Over the dev, teach, lean and alt sets, the test
+    #: split and the play set, each also as the six other cameras take it, and dev, teach,
+    #: lean and the check set under both lamps: 5 dice more read right (an Up Die's +3 of
+    #: the test split among them), 1 confident mistake fewer (a bluish-lamp blue 50 read as
+    #: a star), none more. Turning the likeliest cut alone on twins too read 4 more right, but
+    #: a warm-lamp +100 as -100: twins are told apart by the mean of all six.
     code_turns: tuple[int, ...] = (0, 2)
     #: A face the templates read with a best correlation below this is checked by the face
     #: net too (TallyReader._net_against): where the net finds the print nearer no face than
