@@ -282,8 +282,8 @@ class TallyParams:
     #: The quarter turns each cut is read at (0 first). All four read the dev split, lean set
     #: and alt look alike, at twice the net's cost (11 cuts, 5 ms, against 5). Only the
     #: likeliest cut is turned (4 codes, not 6) unless the first code lies nearest a face
-    #: with a twin (+100, -100): a fifth less of the net's work on a frame of seven dice (test
-    #: split: 19.3 cuts a frame, not 23.6). Over the dev, teach, lean and alt sets, the test
+    #: with a twin (+100, -100): 29 % less of the net's work on a frame of seven dice (test
+    #: split: 16.7 cuts a frame, not 23.6). Over the dev, teach, lean and alt sets, the test
     #: split and the play set, each also as the six other cameras take it, and dev, teach,
     #: lean and the check set under both lamps: 5 dice more read right (an Up Die's +3 of
     #: the test split among them), 1 confident mistake fewer (a bluish-lamp blue 50 read as
