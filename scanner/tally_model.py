@@ -287,8 +287,8 @@ class TallyParams:
     #: split and the play set, each also as the six other cameras take it, and dev, teach,
     #: lean and the check set under both lamps: 5 dice more read right (an Up Die's +3 of
     #: the test split among them), 1 confident mistake fewer (a bluish-lamp blue 50 read as
-    #: a star), none more. Turning the likeliest cut alone on twins too read 4 more right, but
-    #: a warm-lamp +100 as -100: twins are told apart by the mean of all six.
+    #: a star), none more. Turning the likeliest cut alone on twins too read a few more right,
+    #: but a warm-lamp +100 as -100: twins are told apart by the mean of all six.
     code_turns: tuple[int, ...] = (0, 2)
     #: A face the templates read with a best correlation below this is checked by the face
     #: net too (TallyReader._net_against): where the net finds the print nearer no face than
@@ -363,8 +363,8 @@ class TallyParams:
     #: rim_alone_margin more than any other such die's, and is not the colour another of them
     #: turns into where it clips (within rim_clip_margin; see clipped_distances: blue and
     #: purple lie 2.3 and 2.8 apart, orange and yellow 1.2). On the blown dice of the dev,
-    #: teach, lean, test and play sets and the check set's rendered part (239, at their
-    #: labelled squares), another coloured die's colour covers at most 0.14 of the edge less
+    #: teach, lean, test and play sets and most of the check set (239, at their labelled
+    #: squares), another coloured die's colour covers at most 0.14 of the edge less
     #: the tray's (purple on a blue die; orange on a yellow one 0.11), but for orange dice's
     #: yellow (up to 0.47); the die's own, up to 0.83.
     rim_alone_share: float = 0.1

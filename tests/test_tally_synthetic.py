@@ -874,7 +874,6 @@ def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_p
     assert [(d.die, d.face, d.cocked) for d in leaning] == [("red", "star", False), ("blue", "(10)", True)]
 
 
-
 @pytest.mark.parametrize("holder_face, score, sure, displaced", [
     (UNSURE, 0.9, 0.99, True),
     ("star", 0.9, 0.99, False),  # the die read there has its face read: it stays
