@@ -1276,8 +1276,7 @@ class TallyReader:
         Clipping turns a hue one way only, so the rival's colour there tells nothing."""
         shares = rim_shares(image, gains, blob.quad, self.compiled)
         for other in rivals:
-            if clipped_distances(np.float32(self.model.bodies[other].lab), self.model, self.params)[die] \
-                    <= self.params.rival_clip_margin:
+            if self._clipped_towards(other)[die] <= self.params.rival_clip_margin:
                 continue
             edge, tray = shares[other]
             if edge - tray < self.params.rival_rim_share:
@@ -1441,6 +1440,12 @@ class TallyReader:
             return UNSURE, 0.0
         return guess, self.params.rim_identity_confidence
 
+    def _clipped_towards(self, colour: str) -> dict[str, float]:
+        """Per die, how near it comes to `colour`'s learned body when lit brighter until the
+        camera clips it (clipped_distances of that body): small where clipping turns the die
+        into that colour (orange into yellow)."""
+        return clipped_distances(np.float32(self.model.bodies[colour].lab), self.model, self.params)
+
     def _rim_winner(self, shares: Mapping[str, tuple[float, float]], held: Collection[str]) -> tuple[str, float]:
         """(die, confidence) of the coloured die not `held` whose body colour covers the most
         of a blown die's edge band, less rim_over_tray times the tray ring's share (`shares`:
@@ -1456,7 +1461,7 @@ class TallyReader:
         runner_up = free[1][0] if len(free) > 1 else 0.0
         if best < self.params.rim_alone_share or best - runner_up < self.params.rim_alone_margin:
             return UNSURE, 0.0
-        turned = clipped_distances(np.float32(self.model.bodies[winner].lab), self.model, self.params)
+        turned = self._clipped_towards(winner)
         if any(turned[other] <= self.params.rim_clip_margin for _, other in free[1:]):
             return UNSURE, 0.0
         return winner, self.params.rim_identity_confidence
