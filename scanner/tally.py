@@ -120,6 +120,9 @@ def _turned(quad: np.ndarray, angle: float) -> np.ndarray:
 #: The identity confidence of a die the finder named where the colour could not (it chose among
 #: colours that lie as near, or named two dice whose colours a lamp moved).
 FINDER_CHOICE_CONFIDENCE = 0.5
+#: How far past the largest size the first look allows a square placed on a face may grow: a
+#: hair, so that the largest grow itself, its side rounded in floating point, stays allowed.
+PLACE_SIZE_SLACK = 1.01
 
 
 def _found_blob(name: str, die: FoundDie, quad: np.ndarray) -> Blob:
@@ -279,7 +282,7 @@ class TallyReader:
             shrinks = [typical / found_side * f for f in self.params.place_shrink]
             smallest = typical * min(self.params.place_shrink)
             largest = min(largest, typical * self.params.place_largest)
-        grows = [grow for grow in self.params.place_grow if found_side * grow <= largest * 1.01] + shrinks
+        grows = [grow for grow in self.params.place_grow if found_side * grow <= largest * PLACE_SIZE_SLACK] + shrinks
         tries = [found] + [(found - anchor) * grow + anchor for grow in grows for anchor in anchors]
         source, source_gains, to_source = image, gains, None
         if flatten:
@@ -334,7 +337,7 @@ class TallyReader:
             tries = [best_quad + across, best_quad - across, best_quad + down, best_quad - down]
             # Within the sizes the first look tried: a square grown far past the die takes in
             # its neighbours' prints and the tray.
-            if mean_side(best_quad) * grow <= largest * 1.01:
+            if mean_side(best_quad) * grow <= largest * PLACE_SIZE_SLACK:
                 tries.append((best_quad - centre) * grow + centre)
             if mean_side(best_quad) / grow >= smallest:
                 tries.append((best_quad - centre) / grow + centre)
@@ -773,14 +776,7 @@ class TallyReader:
                 # Clipping shifts a body's hue (orange turns yellow, blue and green pale
                 # towards the white Up Die): a clipped die's print must also tell it from
                 # every die of nearby colour that no other blob matches better.
-                rivals: list[str] = []
-                if blob.clipped > self.params.rival_clipped:
-                    nearest = min(distances.values())
-                    brighter = clipped_distances(blob.lab, self.model, self.params)
-                    rivals = [other for other, d in distances.items() if other != die and other in self.compiled.templates
-                              and d <= min(self.params.clipped_identity_distance, nearest + self.params.rival_margin)
-                              and brighter[other] <= nearest + self.params.rival_clip_margin
-                              and not held_elsewhere(other, d, taken)]
+                rivals = self._clip_rivals(blob, distances, taken, die) if blob.clipped > self.params.rival_clipped else []
                 face, face_confidence, scores = self._read_or_place(image, gains, blob, die, typical, rivals, locate=True)
                 if face == UNSURE:
                     face, face_confidence, scores = self._read_where_found(
@@ -799,6 +795,15 @@ class TallyReader:
                             face, face_confidence, scores = again
                 if face == UNSURE and rivals:
                     renamed = self._rival_by_rim(image, gains, blob, die, rivals, typical)
+                    if renamed is not None:
+                        die, die_confidence, (face, face_confidence, scores) = renamed
+                elif face != UNSURE and not rivals and blob.clipped > self.params.rim_rival_clipped:
+                    # Less clipped, the print decides between the dice it is nearest without
+                    # the rivals' check; a face its rival has too (a star, a 70 of the
+                    # orange and yellow dice) cannot. Its edge still can.
+                    shared = [other for other in self._clip_rivals(blob, distances, taken, die)
+                              if face in DIE_FACES.get(other, ())]
+                    renamed = self._rival_by_rim(image, gains, blob, die, shared, typical) if shared else None
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
                 if face == UNSURE and self._neutral(die):
@@ -1262,6 +1267,19 @@ class TallyReader:
             return read
         self._regrow(image, gains, blob, size)
         return self._read_or_place(image, gains, blob, die, size, rivals, locate=True)
+
+    def _clip_rivals(self, blob: Blob, distances: Mapping[str, float], taken: Mapping[str, float], die: str) -> list[str]:
+        """The dice other than `die` that `blob`, clipped, may be: clipping shifts a body's hue
+        (orange turns yellow, blue and green pale towards the white Up Die), so each die of
+        nearby colour (rival_margin, clipped_identity_distance) that would look about as near
+        lit until it clips (rival_clip_margin), and that no other blob matches better
+        (`taken`)."""
+        nearest = min(distances.values())
+        brighter = clipped_distances(blob.lab, self.model, self.params)
+        return [other for other, d in distances.items() if other != die and other in self.compiled.templates
+                and d <= min(self.params.clipped_identity_distance, nearest + self.params.rival_margin)
+                and brighter[other] <= nearest + self.params.rival_clip_margin
+                and not held_elsewhere(other, d, taken)]
 
     def _rival_by_rim(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Sequence[str],
                       typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:

@@ -198,6 +198,16 @@ class TallyParams:
     #: Tally die the reader takes for flat, read); dev split, teach set and alt look unchanged
     #: (0.10 to 0.25 read the same there).
     rival_rim_share: float = 0.18
+    #: A die less clipped than rival_clipped but more than this, its face read as one its
+    #: rival has too (see TallyReader._clip_rivals), is also that rival where the rival's
+    #: colour covers its edge so (TallyReader._rival_by_rim): a clipped orange die read as a
+    #: yellow star or 70 (its edge's orange, less the tray's: 0.23-0.30; a yellow die clipped
+    #: at least a quarter, 0.15 at most). Over the dev, teach, lean and alt sets, the test
+    #: split and the Tally check, hold and play sets, each also as the six other cameras would
+    #: take it (7 x 3,173 dice): 3 confident mistakes fewer (27 -> 24), read right instead; no
+    #: other flat die read otherwise, nor under the calibration bench's two lamps. The same
+    #: from 0.1 to 0.3; at 0 (any die), 11 blue dice, unclipped, read as purple.
+    rim_rival_clipped: float = 0.2
     clip_gains: tuple[float, ...] = (1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0)
     #: A face left unsure is read again on a better-placed square: the found top face is
     #: often too small or off-centre (a rounded edge in shade, print cutting the body mask).

@@ -250,6 +250,18 @@ def test_a_clipped_orange_die_that_looks_yellow_is_named_by_its_edge(nets):
     assert read_there(image, truth, nets, replace(TallyParams(), rival_rim_share=math.inf)) == [("yellow", "unsure")]
 
 
+def test_a_less_clipped_orange_die_read_as_a_yellow_star_is_named_by_its_edge(nets):
+    """The same die as a grainier camera would take it (noise 6, JPEG q90, one of
+    PERTURBATIONS): only 34 % of its top clips, under rival_clipped, so its yellowed colour
+    alone named it and its star, on both dice, was read as the yellow die's: a confident
+    mistake. A face its rival has too is checked against the die's edge from
+    rim_rival_clipped on, and the edge is orange."""
+    image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s08-r03.jpg", "orange")
+    grainy = dict(PERTURBATIONS)["noise 6, JPEG q90"](image)
+    assert read_there(grainy, truth, nets) == [("orange", truth.face)]
+    assert read_there(grainy, truth, nets, replace(TallyParams(), rim_rival_clipped=math.inf)) == [("yellow", truth.face)]
+
+
 def test_a_half_lit_die_beside_another_is_added_when_it_reads_as_a_free_die(nets):
     """tallyup-s01-r05: the purple die lies half in the wall's shadow beside the blue one; the
     net scores it 0.42, under near_score, and the shade pass cannot read its print. Named purple
