@@ -8,13 +8,14 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import click
 import cv2
 import numpy as np
 
 from scanner.evaluate import Scorecard, failure_lines, percentile, score_perturbed
-from scanner.frames import Roll
+from scanner.frames import DieReading, Roll
 from scanner.labels import BLOWN_OUT, LabelledPhoto, load_video_label, photo_labels
 from scanner.reader import DICE_SETS, Scanner, load_scanner
 from scanner.settle import SettleWatcher
@@ -147,12 +148,11 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
             if image is None:
                 print(f"[{dice_set}] cannot read {label.image}", file=out)
                 continue
-            start = time.perf_counter()
-            dice = reader.read(image)
-            timings.append((time.perf_counter() - start) * 1000)
+            dice, took = _timed_read(reader, image)
+            timings.append(took)
             if len(label.dice) == FULL_SET[dice_set]:
-                full_set_timings.append(timings[-1])
-                full_set_fastest.append(min([timings[-1], *(_read_time(reader, image) for _ in range(TIMING_READS - 1))]))
+                full_set_timings.append(took)
+                full_set_fastest.append(min([took, *(_timed_read(reader, image)[1] for _ in range(TIMING_READS - 1))]))
             card.add(label.image.name, label.dice, dice)
             fractions = label.scene.get("visible_fraction") or [1.0] * len(label.dice)
             visible_card.add(label.image.name, [d for d, f in zip(label.dice, fractions) if f >= 0.5], dice)
@@ -217,11 +217,11 @@ def bench_scanner(split: str, dice_sets: list[str], fixtures: Path, profile: Pat
     return results
 
 
-def _read_time(reader: Scanner, image: np.ndarray) -> float:
-    """Milliseconds one read of `image` takes."""
+def _timed_read(reader: Scanner, image: np.ndarray) -> tuple[Sequence[DieReading], float]:
+    """(the dice `reader` reads in `image`, the milliseconds the read took)."""
     start = time.perf_counter()
-    reader.read(image)
-    return (time.perf_counter() - start) * 1000
+    dice = reader.read(image)
+    return dice, (time.perf_counter() - start) * 1000
 
 
 def bench_check_set(fixtures: Path, profile: Path | None, out=None, perturbed: bool = False,

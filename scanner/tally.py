@@ -797,7 +797,7 @@ class TallyReader:
                     renamed = self._rival_by_rim(image, gains, blob, die, rivals, typical)
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
-                elif face != UNSURE and not rivals and blob.clipped > self.params.rim_rival_clipped:
+                elif face != UNSURE and self.params.rim_rival_clipped < blob.clipped <= self.params.rival_clipped:
                     # Less clipped, the print decides between the dice it is nearest without
                     # the rivals' check; a face its rival has too (a star, a 70 of the
                     # orange and yellow dice) cannot. Its edge still can.
