@@ -797,6 +797,11 @@ class TallyReader:
                     renamed = self._rival_by_rim(image, gains, blob, die, rivals, typical)
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
+                    else:
+                        kept = self._kept_by_rim(image, gains, blob, die, rivals, typical)
+                        if kept is not None:
+                            die_confidence = min(die_confidence, self.params.rim_identity_confidence)
+                            face, face_confidence, scores = kept
                 elif face != UNSURE and self.params.rim_rival_clipped < blob.clipped <= self.params.rival_clipped:
                     # Less clipped, the print decides between the dice it is nearest without
                     # the rivals' check; a face its rival has too (a star, a 70 of the
@@ -1304,6 +1309,29 @@ class TallyReader:
                 log.debug("clipped %s blob at %s is %s by its edge's colour", blob.die, blob.center, other)
                 return other, self.params.rim_identity_confidence, read
         return None
+
+    def _kept_by_rim(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Sequence[str],
+                     typical: float | None) -> tuple[str, float, dict[str, float]] | None:
+        """(face, face confidence, scores) of a clipped blob named `die` whose print cannot tell
+        it from its `rivals`, read as `die` alone, when `die`'s own body colour shows on its
+        edge (see TallyParams.rival_rim_share) more than any rival's and no rival turns into
+        `die`'s colour where it clips: an orange die's edge shows orange where its glaring top
+        reads between orange and yellow, a clipped yellow die's never does. Else None (no such
+        edge, or the print reads as no face of `die`)."""
+        shares = rim_shares(image, gains, blob.quad, self.compiled)
+        edge, tray = shares[die]
+        own = edge - tray
+        if own < self.params.rival_rim_share:
+            return None
+        towards = self._clipped_towards(die)
+        if any(towards[other] <= self.params.rival_clip_margin or shares[other][0] - shares[other][1] >= own
+               for other in rivals):
+            return None
+        read = self._read_or_place(image, gains, blob, die, typical)
+        if read[0] == UNSURE:
+            return None
+        log.debug("clipped %s blob at %s keeps its name by its edge's colour", die, blob.center)
+        return read
 
     def _renamed_by_ring(self, image: np.ndarray, gains: np.ndarray, blob: Blob, taken: Mapping[str, float],
                          typical: float | None, found: Sequence[FoundDie]

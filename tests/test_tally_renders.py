@@ -262,6 +262,17 @@ def test_a_less_clipped_orange_die_read_as_a_yellow_star_is_named_by_its_edge(ne
     assert read_there(grainy, truth, nets, replace(TallyParams(), rim_rival_clipped=math.inf)) == [("yellow", truth.face)]
 
 
+def test_a_clipped_orange_star_whose_edge_shows_orange_is_read(nets):
+    """tallyup-s03-r08 (test split): half of the orange die's top clips, so its colour lies as
+    near the yellow die's, and its star is on both: named orange by its colour, its face was
+    left unsure. Its edge shows far more orange than yellow, and a clipped yellow die never
+    turns orange, so the die keeps its name and its star is read (TallyReader._kept_by_rim)."""
+    image, truth = one_die(FIXTURES, "tallyup-s03-r08.jpg", "orange")
+    assert truth.face == "star"
+    assert read_there(image, truth, nets) == [("orange", "star")]
+    assert read_there(image, truth, nets, replace(TallyParams(), rival_rim_share=math.inf)) == [("orange", "unsure")]
+
+
 def test_a_half_lit_die_beside_another_is_added_when_it_reads_as_a_free_die(nets):
     """tallyup-s01-r05: the purple die lies half in the wall's shadow beside the blue one; the
     net scores it 0.42, under near_score, and the shade pass cannot read its print. Named purple
