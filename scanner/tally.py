@@ -831,6 +831,13 @@ class TallyReader:
                                        and max(scores.values(), default=0.0) < self.params.neutral_min_score):
                     log.debug("%s blob at %s taken for tray (patterned: %s)", blob.die, blob.center, blob.die in patterned)
                     continue
+                if face == UNSURE and self._neutral(die) and blob.clipped >= self.params.blown_rim_clipped:
+                    # Glare blows a coloured die's top out white (its colour fringing where
+                    # some channels clip); its rim and sides keep the body's colour.
+                    name, chance = self._rim_winner(rim_shares(image, gains, blob.quad, self.compiled), set(taken))
+                    if name != UNSURE:
+                        log.debug("blown %s blob at %s is %s by its edge's colour", blob.die, blob.center, name)
+                        die, die_confidence = name, chance
             dice.append(DieRead(blob, die, die_confidence, distances, face, confidence, scores))
         return dice, typical
 
@@ -1492,23 +1499,31 @@ class TallyReader:
         into that colour (orange into yellow)."""
         return clipped_distances(np.float32(self.model.bodies[colour].lab), self.model, self.params)
 
+    def _turns_into(self, die: str, other: str) -> bool:
+        """Whether coloured `die`, lit until the camera clips it, looks like coloured `other`
+        (within rim_clip_margin: see _clipped_towards)."""
+        return (other != die and not self._neutral(other)
+                and self._clipped_towards(other)[die] <= self.params.rim_clip_margin)
+
     def _rim_winner(self, shares: Mapping[str, tuple[float, float]], held: Collection[str]) -> tuple[str, float]:
         """(die, confidence) of the coloured die not `held` whose body colour covers the most
         of a blown die's edge band, less rim_over_tray times the tray ring's share (`shares`:
         see rim_shares), when that is at least rim_alone_share and rim_alone_margin more than
         any other such die's; else unsure. Not a colour another die not held turns into where
         it clips (within rim_clip_margin: an orange die's edge in glare shows yellow, a blue
-        die's purple), nor the Up Die's white or black (glare spills white over the edge)."""
-        free = sorted(((edge - self.params.rim_over_tray * tray, name) for name, (edge, tray) in shares.items()
-                       if name not in held and not self._neutral(name)), reverse=True)
+        die's purple), nor the Up Die's white or black (glare spills white over the edge).
+        The colour a die turns into where it clips counts as its own where a die of that colour
+        is held: the purple on a blown blue die's edge, the purple die lying elsewhere."""
+        excess = {name: edge - self.params.rim_over_tray * tray for name, (edge, tray) in shares.items()}
+        free = sorted(((excess[name] + sum(excess[other] for other in held if self._turns_into(name, other)), name)
+                       for name in shares if name not in held and not self._neutral(name)), reverse=True)
         if not free:
             return UNSURE, 0.0
         best, winner = free[0]
         runner_up = free[1][0] if len(free) > 1 else 0.0
         if best < self.params.rim_alone_share or best - runner_up < self.params.rim_alone_margin:
             return UNSURE, 0.0
-        turned = self._clipped_towards(winner)
-        if any(turned[other] <= self.params.rim_clip_margin for _, other in free[1:]):
+        if any(self._turns_into(other, winner) for _, other in free[1:]):
             return UNSURE, 0.0
         return winner, self.params.rim_identity_confidence
 

@@ -386,6 +386,19 @@ class TallyParams:
     rim_alone_share: float = 0.1
     rim_alone_margin: float = 0.1
     rim_clip_margin: float = 3.0
+    #: A white blob the colour blobs took for the Up Die, its face unread and at least this
+    #: share of it clipped in some channels but not all (a coloured die's glare, fringed with
+    #: its colour; a white die's top clips in all three or none), is the die its edge shows
+    #: so (TallyReader._rim_winner; the purple on a blown blue die's edge counts as blue where
+    #: the purple die lies elsewhere). Over all sets, each also as the six other cameras would
+    #: take them (7 x 3,173 dice): 12 blown dice (10 blue, an orange 60 and (70)) named right
+    #: instead of taken for the Up Die or left unnamed, their faces still unread (without the
+    #: purple counted as blue, 4); nothing else read otherwise, nor under the calibration
+    #: bench's two lamps. The same at 0.4; at 0.2, two blue dice and an Up Die more of the
+    #: hold set. At 0: 36 false dice more and 5 fewer (patches of tray and rim, 0.0-0.19
+    #: clipped, named red, purple, blue or orange), a red 100 lost twice, and in the bluish
+    #: lamp a red star read as purple.
+    blown_rim_clipped: float = 0.3
     #: A top face covering less than this share of the die's outline: the die leans on something.
     cocked_aspect: float = 0.33
     #: A blob less square than this is a top face plus a side face: keep the brighter square.

@@ -273,6 +273,17 @@ def test_a_clipped_orange_star_whose_edge_shows_orange_is_read(nets):
     assert read_there(image, truth, nets, replace(TallyParams(), rival_rim_share=math.inf)) == [("orange", "unsure")]
 
 
+def test_a_blue_die_glare_blew_out_white_is_named_by_its_edge_not_taken_for_the_up_die(nets):
+    """tallyup-s13-r05 (test split): the lamp blows the blue die's top out white, so its colour
+    names it the Up Die (which is not in the roll) and its print is gone. Its edge stays blue,
+    and partly purple where it clips; the purple die lies elsewhere in the frame, so that purple
+    is the blue die's too, and the die is named blue, its face left for the player
+    (TallyParams.blown_rim_clipped)."""
+    image, truth = one_die(FIXTURES, "tallyup-s13-r05.jpg", "blue")
+    assert read_there(image, truth, nets) == [("blue", "unsure")]
+    assert read_there(image, truth, nets, replace(TallyParams(), blown_rim_clipped=math.inf)) == [("up", "unsure")]
+
+
 def test_a_half_lit_die_beside_another_is_added_when_it_reads_as_a_free_die(nets):
     """tallyup-s01-r05: the purple die lies half in the wall's shadow beside the blue one; the
     net scores it 0.42, under near_score, and the shade pass cannot read its print. Named purple
