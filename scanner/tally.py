@@ -1043,7 +1043,8 @@ class TallyReader:
         on a white board, a die in a wall's shadow): named when the finder and the body colour
         agree, or the body colour and the print do, or the finder and the print do (see
         _named_by_print), and no other die is that one, the face read
-        by the templates. The finder's word on leaning flags one only where
+        by the templates. A blown die taken for the Up Die, its face unread, is the die its
+        edge shows, if any (see _rim_winner). The finder's word on leaning flags one only where
         FinderRules.tally_leaning says so. A die touching another that the finder scores below
         near_score is added only when it is named and its face read (see
         FinderRules.read_near_score). `clip`: the image's clip_levels."""
@@ -1089,6 +1090,12 @@ class TallyReader:
             if with_faces and name != UNSURE and face == UNSURE:
                 face, face_confidence, scores = self._read_or_place(image, gains, blob, name, typical, locate=True)
                 confidence = min(chance, face_confidence) if face != UNSURE else 0.0
+            if with_faces and blown and name != UNSURE and self._neutral(name) and face == UNSURE:
+                # The finder sees a blown top as white as the Up Die's; the die's edge keeps
+                # its body's colour.
+                on_edge, edge_chance = self._rim_winner(rim_shares(image, gains, quad, self.compiled), held)
+                if on_edge != UNSURE:
+                    name, chance, by_rim = on_edge, edge_chance, True
             if with_faces and name == UNSURE:
                 claimed = self._claimed_from_clipped(image, gains, die, blob, colours, result, held, found, typical)
                 if claimed is None:
@@ -1511,9 +1518,10 @@ class TallyReader:
         see rim_shares), when that is at least rim_alone_share and rim_alone_margin more than
         any other such die's; else unsure. Not a colour another die not held turns into where
         it clips (within rim_clip_margin: an orange die's edge in glare shows yellow, a blue
-        die's purple), nor the Up Die's white or black (glare spills white over the edge).
-        The colour a die turns into where it clips counts as its own where a die of that colour
-        is held: the purple on a blown blue die's edge, the purple die lying elsewhere."""
+        die's purple) and whose own colour shows on the edge at all, nor the Up Die's white or
+        black (glare spills white over the edge). The colour a die turns into where it clips
+        counts as its own where a die of that colour is held: the purple on a blown blue die's
+        edge, the purple die lying elsewhere."""
         excess = {name: edge - self.params.rim_over_tray * tray for name, (edge, tray) in shares.items()}
         free = sorted(((excess[name] + sum(excess[other] for other in held if self._turns_into(name, other)), name)
                        for name in shares if name not in held and not self._neutral(name)), reverse=True)
@@ -1523,7 +1531,8 @@ class TallyReader:
         runner_up = free[1][0] if len(free) > 1 else 0.0
         if best < self.params.rim_alone_share or best - runner_up < self.params.rim_alone_margin:
             return UNSURE, 0.0
-        if any(self._turns_into(other, winner) for _, other in free[1:]):
+        # Where it clips, the other die's rim and sides would not: none of its colour, not it.
+        if any(self._turns_into(other, winner) and shares[other][0] > 0 for _, other in free[1:]):
             return UNSURE, 0.0
         return winner, self.params.rim_identity_confidence
 

@@ -378,11 +378,17 @@ class TallyParams:
     #: colour covers at least rim_alone_share of the edge band (less the tray ring's share),
     #: rim_alone_margin more than any other such die's, and is not the colour another of them
     #: turns into where it clips (within rim_clip_margin; see clipped_distances: blue and
-    #: purple lie 2.3 and 2.8 apart, orange and yellow 1.2). On the blown dice of the dev,
-    #: teach, lean, test and play sets and most of the check set (239, at their labelled
-    #: squares), another coloured die's colour covers at most 0.14 of the edge less
-    #: the tray's (purple on a blue die; orange on a yellow one 0.11), but for orange dice's
-    #: yellow (up to 0.47); the die's own, up to 0.83.
+    #: purple lie 2.3 and 2.8 apart, orange and yellow 1.2) unless none of that one's own
+    #: colour shows on the edge at all. That "unless", with the finder's blown dice
+    #: taken for the Up Die named so too (TallyReader._with_found): over all sets, each also
+    #: as the six other cameras would take them (7 x 3,173 dice), 8 blown purple dice (of
+    #: their edge 0.28-0.29 and 0.46-0.47 purple, none blue) named right instead of the Up Die
+    #: or unnamed, their faces unread; nothing else read otherwise, nor under the two lamps
+    #: (4 by the "unless" alone, where the finder was unsure which die it is). On the
+    #: blown dice of the dev, teach, lean, test and play sets and most of the check set (239,
+    #: at their labelled squares), another coloured die's colour covers at most 0.14 of the
+    #: edge less the tray's (purple on a blue die; orange on a yellow one 0.11), but for
+    #: orange dice's yellow (up to 0.47); the die's own, up to 0.83.
     rim_alone_share: float = 0.1
     rim_alone_margin: float = 0.1
     rim_clip_margin: float = 3.0

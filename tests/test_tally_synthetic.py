@@ -854,6 +854,42 @@ def _found(die: str, cx: float, cy: float, side: float, angle: float, cocked: fl
     return FoundDie((cx, cy), side, angle, score, cocked, (1.0, 0.0, 0.0), identities)
 
 
+def test_a_blown_die_the_finder_takes_for_the_up_die_is_the_die_its_edge_shows(model_a):
+    """Glare blows a purple die's top out white; the finder, seeing a white top, takes it for
+    the Up Die, and no print is left to read. Its rounded edge stays purple, so it is named
+    purple, its face left for the player (TallyReader._with_found, _rim_winner)."""
+    from scanner.tally import TallyReader
+    from scanner.tally_model import TallyParams
+
+    image, _ = draw_scene([("purple", "20", 700.0, 400.0, 52.0, 0.2), ("red", "star", 400.0, 300.0, 52.0, 0.3)], seed=5)
+    cv2.fillConvexPoly(image, np.int32(np.round(square(700.0, 400.0, 52.0 * 0.9, 0.2))), (255, 255, 255), cv2.LINE_AA)
+    finder = StubFinder([_found("up", 700.0, 400.0, 52.0, 0.2), _found("red", 400.0, 300.0, 52.0, 0.3)])
+    read = [(str(d.die), d.face) for d in TallyReader(model_a, finder=finder).read(image)]
+    assert read == [("red", "star"), ("purple", UNSURE)]
+    edge_blind = replace(TallyParams(), rim_alone_share=math.inf)
+    read = [(str(d.die), d.face) for d in TallyReader(model_a, edge_blind, finder=finder).read(image)]
+    assert read == [("red", "star"), ("up", UNSURE)]
+
+
+def test_a_blown_die_s_edge_names_it_unless_a_die_clipping_into_that_colour_shows_its_own_too(model_a):
+    """A blown blue die's edge shows purple where it clips, so purple on an edge names the die
+    purple only where none of the blue die's own blue shows there (however much the tray
+    around has), and counts as blue where the purple die lies elsewhere in the frame
+    (TallyReader._rim_winner)."""
+    from scanner.tally import TallyReader
+
+    reader = TallyReader(model_a)
+    assert reader._turns_into("blue", "purple")
+    bare = {die: (0.0, 0.0) for die in model_a.bodies}
+    purple_edge = {**bare, "purple": (0.47, 0.0), "up": (0.19, 0.0)}
+    assert reader._rim_winner(purple_edge, {"red"})[0] == "purple"
+    assert reader._rim_winner({**purple_edge, "blue": (0.05, 0.0)}, {"red"})[0] == UNSURE
+    assert reader._rim_winner({**purple_edge, "blue": (0.05, 0.2)}, {"red"})[0] == UNSURE  # on blue cloth too
+    blue_edge = {**bare, "blue": (0.09, 0.0), "purple": (0.095, 0.0), "up": (0.23, 0.0)}
+    assert reader._rim_winner(blue_edge, {"purple"})[0] == "blue"
+    assert reader._rim_winner(blue_edge, set())[0] == UNSURE
+
+
 def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_print(model_a):
     from scanner.finder import FinderRules
     from scanner.tally import TallyReader
@@ -1015,13 +1051,16 @@ def test_a_blown_out_die_on_a_tray_of_its_own_colour_is_not_named_by_its_rim(mod
 
 @pytest.mark.parametrize("finder_says, blue_read, named", [
     ("purple, unsure", True, "purple"),  # the blue die is read elsewhere: the purple rim is the purple die's
-    ("purple, unsure", False, UNSURE),  # a blue die in glare shows purple on its edge too
+    # A blue die in glare shows purple on its edge too, but blue as well where it does not clip:
+    # an edge with no blue at all is not the blue die's (see the test of _rim_winner above).
+    ("purple, unsure", False, "purple"),
     ("up", True, "purple"),  # it sees the white top alone, and the Up Die lies elsewhere
 ])
 def test_a_blown_out_die_the_finder_cannot_name_is_named_by_its_rim_alone(finder_says, blue_read, named, model_a):
     """The finder found a die the lamp blew out white but cannot say which it is: its edge,
     turned away from the lamp, names it where it clearly shows one die's colour, which no
-    other die of the frame is, and no other unread die turns into where the camera clips."""
+    other die of the frame is, and no other unread die turns into where the camera clips
+    (unless none of that die's colour shows there)."""
     from scanner.tally import TallyReader
 
     layout = [("purple", "star", 400.0, 300.0, 52.0, 0.3), ("up", "+2", 600.0, 500.0, 52.0, 0.4)]
