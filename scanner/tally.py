@@ -1483,7 +1483,7 @@ class TallyReader:
         """(die, confidence) of a die the finder found whose top face the camera blew out
         (glare leaves it white, whatever its colour): the finder's likeliest identity, when
         no other die of the frame is it and the die's own edge shows that die's body colour,
-        more than the tray around it does (`shares`: see rim_shares); where the finder is
+        more than the tray around it does (see _edge_excess); where the finder is
         unsure which die it is, or takes it for the Up Die another die of the frame is, the
         die the edge clearly shows (see _rim_winner); else unsure."""
         guess, chance = self._finder_guess(die, ())
@@ -1495,8 +1495,7 @@ class TallyReader:
             return self._rim_winner(shares, held) if self._neutral(guess) else (UNSURE, 0.0)
         if chance < self.finder_rules.min_identity:
             return self._rim_winner(shares, held)
-        edge, tray = shares[guess]
-        if edge < self.params.rim_share + self.params.rim_over_tray * tray:
+        if self._edge_excess(shares, held)[guess] < self.params.rim_share:
             return UNSURE, 0.0
         return guess, self.params.rim_identity_confidence
 
@@ -1512,6 +1511,17 @@ class TallyReader:
         return (other != die and not self._neutral(other)
                 and self._clipped_towards(other)[die] <= self.params.rim_clip_margin)
 
+    def _edge_excess(self, shares: Mapping[str, tuple[float, float]], held: Collection[str]) -> dict[str, float]:
+        """Per die, how much more of a die's edge band than of the tray ring around it has that
+        die's body colour (`shares`: see rim_shares; the ring's share times rim_over_tray
+        taken off). For a coloured die no other die of the frame (`held`) is, the same of
+        each colour it turns into where it clips is added where a die of that colour is held
+        elsewhere: the purple on a blown blue die's edge, the yellow on a blown orange one's."""
+        plain = {name: edge - self.params.rim_over_tray * tray for name, (edge, tray) in shares.items()}
+        return {name: value if name in held or self._neutral(name)
+                else value + sum(plain[other] for other in held if self._turns_into(name, other))
+                for name, value in plain.items()}
+
     def _rim_winner(self, shares: Mapping[str, tuple[float, float]], held: Collection[str]) -> tuple[str, float]:
         """(die, confidence) of the coloured die not `held` whose body colour covers the most
         of a blown die's edge band, less rim_over_tray times the tray ring's share (`shares`:
@@ -1520,11 +1530,10 @@ class TallyReader:
         it clips (within rim_clip_margin: an orange die's edge in glare shows yellow, a blue
         die's purple) and whose own colour shows on the edge at all, nor the Up Die's white or
         black (glare spills white over the edge). The colour a die turns into where it clips
-        counts as its own where a die of that colour is held: the purple on a blown blue die's
-        edge, the purple die lying elsewhere."""
-        excess = {name: edge - self.params.rim_over_tray * tray for name, (edge, tray) in shares.items()}
-        free = sorted(((excess[name] + sum(excess[other] for other in held if self._turns_into(name, other)), name)
-                       for name in shares if name not in held and not self._neutral(name)), reverse=True)
+        counts as its own where a die of that colour is held (see _edge_excess)."""
+        excess = self._edge_excess(shares, held)
+        free = sorted(((excess[name], name) for name in shares if name not in held and not self._neutral(name)),
+                      reverse=True)
         if not free:
             return UNSURE, 0.0
         best, winner = free[0]

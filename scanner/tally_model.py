@@ -369,7 +369,12 @@ class TallyParams:
     small_face: float = 0.88
     #: A die only the finder found, its top face blown out: named as the finder names it when
     #: at least rim_share of its edge band (plus rim_over_tray times the tray ring's share)
-    #: has that die's body colour, at this confidence (see rim_shares).
+    #: has that die's body colour, at this confidence (see rim_shares). The colour it turns
+    #: into where it clips counts as its own where a die of that colour lies elsewhere in the
+    #: frame (TallyReader._edge_excess): over all sets, each also as the six other cameras
+    #: would take them, a blown orange (70) on green felt (check s14-r02; 0.09 of its edge
+    #: orange, 0.19 yellow, the yellow die read beside it) named right through all seven, and
+    #: a test-split orange star through one; nothing else read otherwise, nor under the lamps.
     rim_share: float = 0.08
     rim_over_tray: float = 1.0
     rim_identity_confidence: float = 0.5

@@ -890,6 +890,22 @@ def test_a_blown_die_s_edge_names_it_unless_a_die_clipping_into_that_colour_show
     assert reader._rim_winner(blue_edge, set())[0] == UNSURE
 
 
+def test_a_blown_die_the_finder_names_keeps_the_name_where_its_edge_shows_the_colour_it_clips_into(model_a):
+    """Check s14-r02: a blown orange die on green felt, the finder sure it is orange, its edge
+    0.09 orange and 0.19 yellow where it clips (less the tray's: 0.07 each), under rim_share
+    alone. The yellow die lies elsewhere in the frame, so that yellow is the orange die's too
+    (TallyReader._edge_excess)."""
+    from scanner.tally import TallyReader
+
+    reader = TallyReader(model_a)
+    assert reader._turns_into("orange", "yellow")
+    shares = {**{die: (0.0, 0.0) for die in model_a.bodies}, "orange": (0.086, 0.012), "yellow": (0.188, 0.122),
+              "green": (0.205, 0.804), "up": (0.393, 0.033)}
+    found = _found("orange", 652.0, 476.0, 44.0, 0.8, sure=0.99)
+    assert reader._named_by_rim(found, shares, {"red", "yellow"}) == ("orange", reader.params.rim_identity_confidence)
+    assert reader._named_by_rim(found, shares, {"red"}) == (UNSURE, 0.0)
+
+
 def test_a_die_only_the_finder_found_is_named_by_it_and_its_face_read_from_the_print(model_a):
     from scanner.finder import FinderRules
     from scanner.tally import TallyReader
