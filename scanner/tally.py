@@ -1311,12 +1311,11 @@ class TallyReader:
         its body lit brighter): a die named against its colour (by the finder, say orange for a
         blob yellow as clipped orange is) shows that colour on its edge's clipped part too.
         Clipping turns a hue one way only, so the rival's colour there tells nothing."""
-        shares = rim_shares(image, gains, blob.quad, self.compiled)
+        excess = self._edge_excess(rim_shares(image, gains, blob.quad, self.compiled), ())
         for other in rivals:
             if self._clipped_towards(other)[die] <= self.params.rival_clip_margin:
                 continue
-            edge, tray = shares[other]
-            if edge - tray < self.params.rival_rim_share:
+            if excess[other] < self.params.rival_rim_share:
                 continue
             read = self._read_or_place(image, gains, blob, other, typical)
             if read[0] != UNSURE:
@@ -1332,14 +1331,11 @@ class TallyReader:
         `die`'s colour where it clips: an orange die's edge shows orange where its glaring top
         reads between orange and yellow, a clipped yellow die's never does. Else None (no such
         edge, or the print reads as no face of `die`)."""
-        shares = rim_shares(image, gains, blob.quad, self.compiled)
-        edge, tray = shares[die]
-        own = edge - tray
-        if own < self.params.rival_rim_share:
+        excess = self._edge_excess(rim_shares(image, gains, blob.quad, self.compiled), ())
+        if excess[die] < self.params.rival_rim_share:
             return None
         towards = self._clipped_towards(die)
-        if any(towards[other] <= self.params.rival_clip_margin or shares[other][0] - shares[other][1] >= own
-               for other in rivals):
+        if any(towards[other] <= self.params.rival_clip_margin or excess[other] >= excess[die] for other in rivals):
             return None
         read = self._read_or_place(image, gains, blob, die, typical)
         if read[0] == UNSURE:
