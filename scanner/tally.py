@@ -192,6 +192,8 @@ class TallyReader:
         self.compiled = compile_model(self.model, self.params)
         #: The params with narrowed margins (see _narrowed), per (params, factor): made once.
         self._narrowings: dict[tuple[TallyParams, float], TallyParams] = {}
+        #: Per colour, _clipped_towards it (a fixed model and params): each worked out once.
+        self._towards: dict[str, dict[str, float]] = {}
         #: Per die, (its faces that have codes, their codes as rows).
         self._codes: dict[str, tuple[list[str], np.ndarray]] = {}
         if self.face_net is not None and self.model.codes:
@@ -1498,8 +1500,11 @@ class TallyReader:
     def _clipped_towards(self, colour: str) -> dict[str, float]:
         """Per die, how near it comes to `colour`'s learned body when lit brighter until the
         camera clips it (clipped_distances of that body): small where clipping turns the die
-        into that colour (orange into yellow)."""
-        return clipped_distances(np.float32(self.model.bodies[colour].lab), self.model, self.params)
+        into that colour (orange into yellow). The rim rules ask it for every pair of dice they
+        weigh, each time a blown die is read: it is worked out on the first ask only."""
+        if colour not in self._towards:
+            self._towards[colour] = clipped_distances(np.float32(self.model.bodies[colour].lab), self.model, self.params)
+        return self._towards[colour]
 
     def _turns_into(self, die: str, other: str) -> bool:
         """Whether coloured `die`, lit until the camera clips it, looks like coloured `other`
