@@ -84,8 +84,8 @@ from scanner.tally_colour import (
 from scanner.tally_model import DIE_FACES, PATCH_SIDE, TallyModel, TallyParams, default_model, ink_sign_of
 from scanner.tally_prints import (
     REGION_REACH, Compiled, best_over_shifts, compile_model, decide_face, distance_ratio, face_patch, face_scores_of,
-    ink_of, ink_rows_of, ink_solidity, ink_whiteness, inks_as, pair_vote, print_scores, ring_body, ring_seen, row_mean,
-    shade_gain, shadow_flattened, square_reach, times_gains, warped_around, warped_face,
+    ink_of, ink_rows_of, ink_solidity, ink_whiteness, inks_as, pair_vote, print_scores, ring_body, ring_sectors, ring_shown,
+    row_mean, shade_gain, shadow_flattened, square_reach, times_gains, warped_around, warped_face,
 )
 from scanner.top_face import TopFaceNet
 from scanner.tossup import half_size
@@ -645,7 +645,7 @@ class TallyReader:
             # The templates cannot tell: the net reads the print.
             face, confidence = self._code_decision([inks[chosen], *inks[:chosen], *inks[chosen + 1:]], die, params, scores)
         if face != UNSURE and face in self.compiled.circled.get(die, {}):
-            if ring_seen(ink, self.compiled.circled[die][face]) < params.min_ring:
+            if not ring_shown(ring_sectors(ink, self.compiled.circled[die][face]), params):
                 return UNSURE, 0.0, scores
         if face == STAR and ink_solidity(ink) > params.max_star_solidity:
             return UNSURE, 0.0, scores

@@ -12,7 +12,7 @@ patch (`face_patch`), its ink is whatever differs most from the body (`ink_of`; 
 can be divided out first, `shadow_flattened`), and the ink mask is correlated with every template
 at every shift (`face_scores`). The margin between the best face and the best different face
 decides (`decide_face`). The strokes that tell two nearly alike prints apart (`pair_vote`), the
-ring of a circled face (`ring_seen`) and a star's concave outline (`ink_solidity`) are checked
+ring of a circled face (`ring_sectors`) and a star's concave outline (`ink_solidity`) are checked
 by the reader.
 """
 
@@ -51,7 +51,7 @@ class Compiled:
     #: Per die and (face, other face) of similar prints: both mean templates, the other's
     #: turned and shifted onto the face's (see pair_similarity).
     pairs: dict[str, dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
-    #: Per die, the mean template of each circled face (see ring_seen).
+    #: Per die, the mean template of each circled face (see ring_sectors).
     circled: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     #: Per die, the rows of `templates` that are not in `means` (the same rows as there, bit
     #: for bit), and where each row of `templates` lies in `means`' rows followed by these:
@@ -203,15 +203,23 @@ def pair_vote(ink: np.ndarray, face: np.ndarray, other: np.ndarray, difference: 
 RING_RADIUS = 0.78
 
 
-def ring_seen(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> float:
-    """How much of a circled face's ring a PATCH_SIDE ink mask shows all the way round: the
-    least mean ink over the ring's `sectors` (0-1), with the circled mean template laid where
-    it fits the print best. A die's rounded edge in shade, or its side face, seen through a
+def ring_shown(sectors: Sequence[float], params: TallyParams) -> bool:
+    """Whether a circled face's ring shows all the way round (`sectors`: its ring_sectors):
+    every eighth with at least params.min_ring ink, or every eighth but one with at least
+    params.min_ring_rest. A die's rounded edge in shade, or its side face, seen through a
     misplaced square looks like part of a ring, never like all of it."""
+    least = sorted(sectors)
+    return not least or least[0] >= params.min_ring or len(least) > 1 and least[1] >= params.min_ring_rest
+
+
+def ring_sectors(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> list[float]:
+    """The mean ink (0-1) a PATCH_SIDE ink mask shows over each of `sectors` equal arcs of a
+    circled face's ring, in order round it, with the circled mean template laid where it fits
+    the print best; empty for a template without ink."""
     seen, turn = _laid(ink, template)
     ys, xs = np.nonzero(np.rot90(template, turn) > 0.5)
     if len(ys) == 0:
-        return 1.0
+        return []
     centre = (TEMPLATE_SIDE - 1) / 2
     radius = np.hypot(ys - centre, xs - centre)
     # The ring is the print's outermost ink.
@@ -219,7 +227,7 @@ def ring_seen(ink: np.ndarray, template: np.ndarray, sectors: int = 8) -> float:
     angle = (np.arctan2(ys[ring] - centre, xs[ring] - centre) + math.pi) / (2 * math.pi)
     sector = np.minimum((angle * sectors).astype(int), sectors - 1)
     values = seen[ys[ring], xs[ring]]
-    return min((float(values[sector == k].mean()) for k in range(sectors) if np.any(sector == k)), default=1.0)
+    return [float(values[sector == k].mean()) for k in range(sectors) if np.any(sector == k)]
 
 
 def ink_solidity(ink: np.ndarray) -> float:
