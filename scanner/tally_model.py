@@ -106,13 +106,13 @@ class TallyParams:
     #: neighbours keep more than half their ink.) Test tallyup-s03-r03's blurred green (40)
     #: shows 0.62 or more in seven eighths and 0.05 in one, and was left unsure. Over all
     #: labelled Tally sets, each also through the six other cameras (22,211 readings): 9 more
-    #: flat dice read right, none wrong; under the calibration bench's two lamps, uncalibrated,
-    #: 3 more. Readings of leaning dice (which the reader does not flag) change too: 7 read
-    #: with their labelled face where they were unsure or missed, and one die, through one
-    #: camera, read by the circled face it turns to the camera (a reading beside its own). At
-    #: 0.2: 12 more flat dice, but three leaning dice read by a circled side face (5
-    #: readings); at min_ring (one eighth forgiven whatever the rest shows): 14, and the same
-    #: three (7 readings).
+    #: readings of flat dice right (6 dice), none wrong; under the calibration bench's two
+    #: lamps, uncalibrated, 3 more. Readings of leaning dice (which the reader does not flag)
+    #: change too: 7 read with their labelled face where they were unsure or missed, and one
+    #: die, through one camera, read by the circled face it turns to the camera (a reading
+    #: beside its own). At 0.2: 12 more readings right, but three leaning dice read by a
+    #: circled side face (5 readings); at min_ring (one eighth forgiven whatever the rest
+    #: shows): 14, and the same three (7 readings).
     min_ring_rest: float = 0.3
     #: A star's points make its outline concave: a star is read only when its largest ink
     #: shape fills at most this share of its convex hull (see ink_solidity). Stars measure
