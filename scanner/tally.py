@@ -796,11 +796,13 @@ class TallyReader:
                             die, die_confidence = chosen, chosen_confidence
                             face, face_confidence, scores = again
                 if face == UNSURE and rivals:
-                    renamed = self._rival_by_rim(image, gains, blob, die, rivals, typical)
+                    # Measured once: _rival_by_rim moves the blob only where it returns a read.
+                    excess = self._blob_edge_excess(image, gains, blob)
+                    renamed = self._rival_by_rim(image, gains, blob, die, rivals, typical, excess)
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
                     else:
-                        kept = self._kept_by_rim(image, gains, blob, die, rivals, typical)
+                        kept = self._kept_by_rim(image, gains, blob, die, rivals, typical, excess)
                         if kept is not None:
                             die_confidence = min(die_confidence, self.params.rim_identity_confidence)
                             face, face_confidence, scores = kept
@@ -810,7 +812,8 @@ class TallyReader:
                     # orange and yellow dice) cannot. Its edge still can.
                     shared = [other for other in self._clip_rivals(blob, distances, taken, die)
                               if face in DIE_FACES.get(other, ())]
-                    renamed = self._rival_by_rim(image, gains, blob, die, shared, typical) if shared else None
+                    renamed = (self._rival_by_rim(image, gains, blob, die, shared, typical,
+                                                  self._blob_edge_excess(image, gains, blob)) if shared else None)
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
                 if face == UNSURE and self._neutral(die):
@@ -1302,18 +1305,23 @@ class TallyReader:
                 and brighter[other] <= nearest + self.params.rival_clip_margin
                 and not held_elsewhere(other, d, taken)]
 
+    def _blob_edge_excess(self, image: np.ndarray, gains: np.ndarray, blob: Blob) -> dict[str, float]:
+        """_edge_excess of the edge band about `blob`'s top face, nothing held: what the rim
+        rules of a clipped blob (_rival_by_rim, _kept_by_rim) weigh."""
+        return self._edge_excess(rim_shares(image, gains, blob.quad, self.compiled), ())
+
     def _rival_by_rim(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Sequence[str],
-                      typical: float | None) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
+                      typical: float | None, excess: Mapping[str, float]
+                      ) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
         """(die, confidence, (face, face confidence, scores)) of a clipped blob named `die` whose
         print cannot tell it from its `rivals` (the dice clipping turns into its colour): the rival
-        whose body colour shows on the die's edge (see TallyParams.rival_rim_share), when its
-        print reads as one of that die's faces; else None.
+        whose body colour shows on the die's edge (`excess`: _blob_edge_excess; see
+        TallyParams.rival_rim_share), when its print reads as one of that die's faces; else None.
 
         Not a rival that `die` itself turns into where it clips (within rival_clip_margin of
         its body lit brighter): a die named against its colour (by the finder, say orange for a
         blob yellow as clipped orange is) shows that colour on its edge's clipped part too.
         Clipping turns a hue one way only, so the rival's colour there tells nothing."""
-        excess = self._edge_excess(rim_shares(image, gains, blob.quad, self.compiled), ())
         for other in rivals:
             if self._clipped_towards(other)[die] <= self.params.rival_clip_margin:
                 continue
@@ -1326,14 +1334,13 @@ class TallyReader:
         return None
 
     def _kept_by_rim(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, rivals: Sequence[str],
-                     typical: float | None) -> tuple[str, float, dict[str, float]] | None:
+                     typical: float | None, excess: Mapping[str, float]) -> tuple[str, float, dict[str, float]] | None:
         """(face, face confidence, scores) of a clipped blob named `die` whose print cannot tell
         it from its `rivals`, read as `die` alone, when `die`'s own body colour shows on its
-        edge (see TallyParams.rival_rim_share) more than any rival's and no rival turns into
-        `die`'s colour where it clips: an orange die's edge shows orange where its glaring top
-        reads between orange and yellow, a clipped yellow die's never does. Else None (no such
-        edge, or the print reads as no face of `die`)."""
-        excess = self._edge_excess(rim_shares(image, gains, blob.quad, self.compiled), ())
+        edge (`excess`: _blob_edge_excess; see TallyParams.rival_rim_share) more than any
+        rival's and no rival turns into `die`'s colour where it clips: an orange die's edge
+        shows orange where its glaring top reads between orange and yellow, a clipped yellow
+        die's never does. Else None (no such edge, or the print reads as no face of `die`)."""
         if excess[die] < self.params.rival_rim_share:
             return None
         towards = self._clipped_towards(die)

@@ -678,9 +678,11 @@ def test_a_clipped_die_named_against_its_colour_is_not_renamed_by_the_colour_it_
     (read,) = reader.read_dice(image)
     yellow = np.float32(model_a.bodies["yellow"].lab)
     assert clipped_distances(yellow, model_a, reader.params)["orange"] <= reader.params.rival_clip_margin
-    assert reader._rival_by_rim(image, balance_gains(image), read.blob, "orange", ["yellow"], None) is None
+    gains = balance_gains(image)
+    excess = reader._blob_edge_excess(image, gains, read.blob)
+    assert reader._rival_by_rim(image, gains, read.blob, "orange", ["yellow"], None, excess) is None
     # The rival's colour on the edge of a die it does not clip into still names the die.
-    renamed = reader._rival_by_rim(image, balance_gains(image), read.blob, "green", ["yellow"], None)
+    renamed = reader._rival_by_rim(image, gains, read.blob, "green", ["yellow"], None, excess)
     assert renamed is not None and (renamed[0], renamed[2][0]) == ("yellow", "star")
 
 
