@@ -816,6 +816,10 @@ class TallyReader:
                                                   self._blob_edge_excess(image, gains, blob)) if shared else None)
                     if renamed is not None:
                         die, die_confidence, (face, face_confidence, scores) = renamed
+                if face != UNSURE and blob.clipped > self.params.finder_rival_clipped and self.finder is not None:
+                    renamed = self._renamed_by_finder(image, gains, blob, die, taken, typical, found_by_net)
+                    if renamed is not None:
+                        die, die_confidence, (face, face_confidence, scores) = renamed
                 if face == UNSURE and self._neutral(die):
                     # A white blob may be a coloured die's white print and glare (a star
                     # fills much of a face): its face's edge shows the die's own colour.
@@ -1291,6 +1295,26 @@ class TallyReader:
             return read
         self._regrow(image, gains, blob, size)
         return self._read_or_place(image, gains, blob, die, size, rivals, locate=True)
+
+    def _renamed_by_finder(self, image: np.ndarray, gains: np.ndarray, blob: Blob, die: str, taken: Mapping[str, float],
+                           typical: float | None, found_by_net: Callable[[], Sequence[FoundDie]]
+                           ) -> tuple[str, float, tuple[str, float, dict[str, float]]] | None:
+        """(die, confidence, (face, face confidence, scores)) of a clipped blob named `die` by its
+        colour and read: a die that turns into `die`'s colour where it clips and that no other
+        blob is (`taken`), where the finder, which sees the whole die, is sure of it (see
+        TallyParams.finder_rival_clipped) and its print reads as one of that die's faces; else
+        None. Clipping turns a hue one way only: a yellow die never looks orange."""
+        turned = [other for other in self.compiled.templates if other not in taken and self._turns_into(other, die)]
+        if not turned:
+            return None
+        chosen, confidence = self._finder_choice(blob, [die, *turned], found_by_net(), self.params.clipped_finder_identity)
+        if chosen in (UNSURE, die):
+            return None
+        read = self._read_or_place(image, gains, blob, chosen, typical)
+        if read[0] == UNSURE:
+            return None
+        log.debug("clipped %s blob at %s is %s by the finder", die, blob.center, chosen)
+        return chosen, confidence, read
 
     def _clip_rivals(self, blob: Blob, distances: Mapping[str, float], taken: Mapping[str, float], die: str) -> list[str]:
         """The dice other than `die` that `blob`, clipped, may be: clipping shifts a body's hue

@@ -262,6 +262,19 @@ def test_a_less_clipped_orange_die_read_as_a_yellow_star_is_named_by_its_edge(ne
     assert read_there(grainy, truth, nets, replace(TallyParams(), rim_rival_clipped=math.inf)) == [("yellow", truth.face)]
 
 
+def test_a_clipped_orange_die_read_as_yellow_is_named_by_the_finder(nets):
+    """teach-s00-r02 through a softer lens (blur 0.7 px, one of PERTURBATIONS): 37 % of the
+    orange die's top clips, so its yellowed colour names it yellow, and its (70) was read as
+    the yellow die's (40): a confident mistake. Its edge shows no orange, but the finder,
+    which sees the whole die, is sure it is orange, and no other die of the roll is: a yellow
+    die never turns orange where it clips (TallyParams.finder_rival_clipped)."""
+    image, truth = one_die(FIXTURES.parent / "tallyup-teach", "teach-s00-r02.jpg", "orange")
+    assert truth.face == "(70)"
+    softer = dict(PERTURBATIONS)["blur 0.7 px"](image)
+    assert read_there(softer, truth, nets) == [("orange", "(70)")]
+    assert read_there(softer, truth, nets, replace(TallyParams(), finder_rival_clipped=math.inf)) == [("yellow", "(40)")]
+
+
 def test_a_clipped_orange_star_whose_edge_shows_orange_is_read(nets):
     """tallyup-s03-r08 (test split): half of the orange die's top clips, so its colour lies as
     near the yellow die's, and its star is on both: named orange by its colour, its face was
