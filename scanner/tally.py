@@ -516,7 +516,9 @@ class TallyReader:
           a print cut by a shadow's edge, whose strokes the templates took for another face's
           (see TallyParams.net_check_below);
         - or, where the templates' weak match is a star, it does not find the print clearly
-          nearer the star than anything else (see TallyParams.star_net_ratio)."""
+          nearer the star than anything else (see TallyParams.star_net_ratio);
+        - or, where the templates' match is weak, it finds the print clearly nearer another
+          face (see TallyParams.net_overrule_ratio)."""
         twin = self._twins.get(die, {}).get(face)
         weak = score < self.params.net_check_below
         if die not in self._codes or (twin is None and not weak):
@@ -525,6 +527,10 @@ class TallyReader:
         if weak and similar[0][0] == NO_FACE:
             return True
         nearness = dict(similar)
+        (nearest, closest), own = similar[0], nearness.get(face)
+        if (weak and nearest != face and own is not None
+                and distance_ratio(closest, own) <= self.params.net_overrule_ratio):
+            return True
         if weak and face == STAR and STAR in nearness:
             nearest_other = max(similarity for other, similarity in similar if other != STAR)
             if distance_ratio(nearness[STAR], nearest_other) > self.params.star_net_ratio:

@@ -353,6 +353,17 @@ class TallyParams:
     #: confident mistakes fewer, all five then read right, none lost (at 0.7, a star read
     #: right is lost; at 0.8, only three are saved).
     star_net_ratio: float = 0.75
+    #: ...and any face so checked is left unsure where the net finds the print clearly nearer
+    #: one other face of the die (distance_ratio of that face's cosine to the read face's at
+    #: most net_overrule_ratio): hold tallyhold-tallyup-s06-r00's green 30, through a
+    #: brighter tone curve, matched the 40's templates (0.81 against 0.69), and the net put
+    #: it at 0.97 to the 30 and 0.65 to the 40 (0.10). Over all labelled sets, each also as
+    #: the six other cameras would take it: that confident mistake and none read right is
+    #: left unsure, and one Up Die's x2 is read right (its +2 was left unsure). The net's
+    #: nearest other face lay at 0.19-0.31 for two Up Die +3s read right (it leans to +2 on
+    #: them), and at 0.23 and 0.25 for two mistakes (a 0.4 bar: three mistakes fewer, the
+    #: two +3s lost). The net reads these prints anyway: no cost.
+    net_overrule_ratio: float = 0.15
     #: A face still unsure is read again with the shade across it divided out (a neighbour's,
     #: the wall's or a hand's shadow: see shadow_flattened), by margins flatten_strictness
     #: times the usual. The body's brightness is measured with a disc of flatten_kernel pixels
