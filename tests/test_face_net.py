@@ -374,11 +374,12 @@ def test_the_net_decides_only_where_the_templates_are_unsure(model_a):
 
 
 @pytest.mark.parametrize("check_below, expected", [(2.0, UNSURE), (0.0, "50")])
-def test_a_template_read_below_the_check_bar_is_refused_where_the_net_sees_no_face(check_below, expected, model_a):
+def test_a_template_read_below_the_check_bar_is_refused_where_the_net_sees_no_face_or_another(check_below, expected,
+                                                                                               model_a):
     """The templates read this 50 clearly; a net that sees no face in it, or clearly another
     face (TallyParams.net_overrule_ratio), refuses the read only where the templates' best
-    correlation lies below net_check_below. A net that reads a 100 but not clearly enough is
-    no reason to refuse it (only no face, or the twin of the face read, is)."""
+    correlation lies below net_check_below. With that bar off, a net that reads a 100 is no
+    reason to refuse it (only no face, or the twin of the face read, is)."""
     image, _ = draw_scene([("red", "50", 400.0, 300.0, 52.0, 0.2)], seed=2)
     params = replace(TallyParams(), net_check_below=check_below)
     (die,) = TallyReader(model_a, params, face_net=TurnedNet(model_a, NO_FACE)).read(image)
