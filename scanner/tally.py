@@ -713,6 +713,8 @@ class TallyReader:
         clip = clip_levels(image)
         found = find_blobs(image, self.compiled, self.model, self.params, gains, half, clip)
         dice, typical = self._read_blobs(image, gains, found, found_by_net, with_faces)
+        if with_faces and self.finder is not None:
+            dice = self._swapped_by_finder(image, gains, dice, found_by_net, typical)
         complete = with_faces and {d.die for d in dice if d.face not in (None, UNSURE)} >= set(self.model.bodies)
         if self.finder is not None and not complete:
             # A set has one die of each: with every one of them read there is none to add.
@@ -1321,6 +1323,45 @@ class TallyReader:
             return None
         log.debug("clipped %s blob at %s is %s by the finder", die, blob.center, chosen)
         return chosen, confidence, read
+
+    def _swapped_by_finder(self, image: np.ndarray, gains: np.ndarray, dice: list[DieRead],
+                           found_by_net: Callable[[], Sequence[FoundDie]], typical: float | None) -> list[DieRead]:
+        """`dice`, with the names of two swapped back (see TallyParams.swap_identity): a clipped
+        die read as the colour it turns into (an orange die as yellow) pushes the die of that
+        colour onto its own name, one die of each colour being in a set. Where the finder gives
+        each of the two the other's name and the clipped die's print reads as one of its new
+        die's faces (a face both dice show: its print cannot tell them apart), the names are
+        swapped; the other die's face is read again as its new die's (unsure where it reads as
+        none of them)."""
+        result = list(dice)
+        for index, held in enumerate(result):
+            if (held.die in (None, UNSURE) or held.face in (None, UNSURE)
+                    or held.blob.clipped <= self.params.finder_rival_clipped):
+                continue
+            for other_index, other in enumerate(result):
+                # A face only the held die has is its print's word for its name (a blue 50:
+                # no purple die shows 50); a star or a 70, on both, tells nothing.
+                if (other_index == index or other.die in (None, UNSURE) or not self._turns_into(other.die, held.die)
+                        or held.face not in DIE_FACES.get(other.die, ())):
+                    continue
+                at_held, at_other = _found_at(found_by_net(), held.blob), _found_at(found_by_net(), other.blob)
+                if (at_held is None or at_other is None
+                        or at_held.chances().get(other.die, 0.0) < self.params.swap_identity
+                        or at_other.chances().get(held.die, 0.0) < self.params.swap_identity):
+                    continue
+                face, confidence, scores = self._read_or_place(image, gains, held.blob, other.die, typical)
+                if face == UNSURE:
+                    continue
+                again, again_confidence, again_scores = self._read_or_place(image, gains, other.blob, held.die, typical)
+                log.debug("clipped %s blob at %s and %s blob at %s swap names by the finder",
+                          held.die, held.blob.center, other.die, other.blob.center)
+                result[index] = DieRead(held.blob, other.die, FINDER_CHOICE_CONFIDENCE, held.distances, face,
+                                        min(FINDER_CHOICE_CONFIDENCE, confidence), scores)
+                result[other_index] = DieRead(other.blob, held.die, FINDER_CHOICE_CONFIDENCE, other.distances, again,
+                                              0.0 if again == UNSURE else min(FINDER_CHOICE_CONFIDENCE, again_confidence),
+                                              again_scores)
+                break
+        return result
 
     def _clip_rivals(self, blob: Blob, distances: Mapping[str, float], taken: Mapping[str, float], die: str) -> list[str]:
         """The dice other than `die` that `blob`, clipped, may be: clipping shifts a body's hue

@@ -216,6 +216,20 @@ class TallyParams:
     #: under the calibration bench's two lamps; no photo as rendered asks the finder for it
     #: where it did not run already.
     finder_rival_clipped: float = 0.2
+    #: Two dice swap names (TallyReader._swapped_by_finder) where one, clipped more than
+    #: finder_rival_clipped and read, is named the colour that the other's turns into where it
+    #: clips (a clipped orange die named yellow, so the yellow die beside it took "orange"), the
+    #: finder gives each of them the other's name with at least this probability, and the
+    #: clipped die's face is one both dice show (a star, a 70: its print cannot tell them
+    #: apart) and reads so as its new die's. Play tallyplay-tallyup-s00-r00
+    #: through JPEG q60, gamma 0.8 and noise + JPEG q90: the orange star read as a yellow star
+    #: and the yellow 20 as an orange 70 (the finder 0.94-0.96 and 0.81-0.87 for the swap); now
+    #: the star is read right on all three, the 20 on two and unsure on one. All sets x seven
+    #: cameras: 6 confident mistakes fewer (18 -> 12), nothing else read otherwise, nor under
+    #: the calibration bench's two lamps; at 0.5 and at 0.8 it fires on those three only.
+    #: Of 761 Tally photos as rendered, it asks the finder on 2 where nothing else did
+    #: (hold s04-r01 and s15-r06, a clipped star beside a die whose colour clips into its).
+    swap_identity: float = 0.5
     #: ...or the one of them whose body colour covers at least this much more of the die's
     #: edge band than of the tray ring around (see rim_shares): the rim and sides, turned away
     #: from the lamp, keep the body's hue where the top clips, and clipping turns a hue one

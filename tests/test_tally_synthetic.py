@@ -815,6 +815,42 @@ def test_a_clipped_die_its_print_cannot_tell_from_a_rival_is_the_one_the_finder_
         assert read.die_confidence == 0.5
 
 
+@pytest.mark.parametrize("orange_sure, yellow_sure, clipped, held_face, swapped", [
+    (0.9, 0.8, 0.3, "star", True),
+    (0.9, 0.4, 0.3, "star", False),  # the finder does not give the yellow die the name "yellow"
+    (0.4, 0.8, 0.3, "star", False),  # ...nor the orange one "orange"
+    (0.9, 0.8, 0.1, "star", False),  # the die named yellow is hardly clipped: its colour stands
+    (0.9, 0.8, 0.3, "(40)", False),  # its face was read as one only the yellow die shows
+])
+def test_a_clipped_orange_die_named_yellow_swaps_names_with_the_yellow_die_where_the_finder_says_so(
+        orange_sure, yellow_sure, clipped, held_face, swapped, model_a):
+    """Clipping turns an orange die yellow; one die of each colour being in a set, the yellow
+    die beside it is then named orange, its 20 read as the orange die's 70. Where the finder
+    gives each the other's name (TallyParams.swap_identity) and the clipped die's print reads
+    as a face of its new die, the two swap names and their faces are read again as theirs."""
+    from scanner.tally import DieRead, TallyReader
+    from scanner.tally_colour import balance_gains
+
+    image, _ = draw_scene([("orange", "star", 400.0, 300.0, 56.0, 0.3), ("yellow", "20", 800.0, 400.0, 56.0, 0.1)],
+                          LOOK_A, seed=3)
+    finder = StubFinder([_found("orange", 400.0, 300.0, 56.0, 0.3, sure=orange_sure),
+                         _found("yellow", 800.0, 400.0, 56.0, 0.1, sure=yellow_sure)])
+    reader = TallyReader(model_a, finder=finder)
+    by_die = {read.die: read for read in reader.read_dice(image)}
+    star, twenty = by_die["orange"], by_die["yellow"]
+    assert (star.face, twenty.face) == ("star", "20")
+    star.blob.clipped = clipped
+    # As the clipped orange die left them: each holds the other's name.
+    named = [DieRead(star.blob, "yellow", 0.9, star.distances, held_face, 0.9, {}),
+             DieRead(twenty.blob, "orange", 0.9, twenty.distances, "70", 0.9, {})]
+    result = reader._swapped_by_finder(image, balance_gains(image), named, lambda: finder.found, None)
+    if swapped:
+        assert [(d.die, d.face) for d in result] == [("orange", "star"), ("yellow", "20")]
+        assert all(d.die_confidence == 0.5 and 0.0 < d.confidence <= 0.5 for d in result)
+    else:
+        assert result == named
+
+
 def test_clipping_turns_an_orange_die_yellow_but_no_green_one(model_a):
     """A body lit brighter until the camera clips it keeps moving one way: orange's red clips
     and it looks yellow; a green die never does, so it is no rival of a clipped yellow one."""
