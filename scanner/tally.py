@@ -564,7 +564,9 @@ class TallyReader:
         such codes lies near no face. Of two twin faces (see TallyParams.twin_cosine) the
         nearer is read when both lie clearly nearest and it is clearly the nearer one.
         `templates`: the templates' scores per face, where they could not decide: a face both
-        rank first is read by a narrower win (see TallyParams.agree_code_ratio)."""
+        rank first is read by a narrower win (see TallyParams.agree_code_ratio), and by a
+        narrower one still where both rank the same pair of nearly alike prints first and the
+        strokes that tell them apart show it (see TallyParams.pair_code_ratio)."""
         faces, taught = self._codes[die]
         twins = self._twins.get(die, {})
         first = self.face_net.codes(inks[:1])
@@ -596,6 +598,12 @@ class TallyReader:
                 and distance_ratio(by_templates[0][1], by_templates[1][1]) <= params.agree_template_ratio
                 and not self._vote_against(inks[0], die, face, scores, params)):
             return face, params.agree_confidence
+        pair = self.compiled.pairs.get(die, {}).get((face, other))
+        if (pair is not None and other != twin and [f for f, _ in by_templates[:2]] == [face, other]
+                and ratio <= params.pair_code_ratio):
+            vote = pair_vote(inks[0], *pair, params.pair_difference)
+            if vote is not None and vote >= params.pair_vote:
+                return face, params.agree_confidence
         return UNSURE, 0.0
 
     def _read_face(self, image: np.ndarray, gains: np.ndarray, quad: np.ndarray, die: str,

@@ -340,6 +340,52 @@ def test_a_face_the_net_nearly_reads_is_read_where_the_templates_rank_it_first(n
         assert reader._code_decision([ink] * 3, "red", reader._narrowed_params(0.8), templates) == (UNSURE, 0.0)
 
 
+@pytest.mark.parametrize("shown, templates, expected", [
+    ("+3", {"+3": 0.73, "+2": 0.61, "+1": 0.6, "x2": 0.55}, "+3"),  # the strokes show the +3
+    ("+2", {"+3": 0.73, "+2": 0.61, "+1": 0.6, "x2": 0.55}, UNSURE),  # ...the +2's
+    ("+3", {"+3": 0.73, "+1": 0.61, "+2": 0.6, "x2": 0.55}, UNSURE),  # the templates' runner-up is another face
+    ("+3", {"+2": 0.73, "+3": 0.61, "+1": 0.6, "x2": 0.55}, UNSURE),  # they rank the pair the other way
+])
+def test_a_pair_both_readers_rank_alike_is_read_where_the_strokes_that_tell_them_apart_show_it(
+        shown, templates, expected, model_a):
+    # The synthetic look's +2 and +3 codes lie 0.97 alike, twins by the built-in bar (the
+    # shipped look's are not): a higher bar makes them a pair only.
+    params = TallyParams(twin_cosine=0.98)
+    probe = TallyReader(model_a, params, face_net=FixedCodeNet(model_a.code_net, np.ones(CODE_SIZE)))
+    code = _code_at(probe, "up", "+3", "+2", 0.85, 0.8)
+    reader = TallyReader(model_a, params, face_net=FixedCodeNet(model_a.code_net, code))
+    assert "+3" not in reader._twins["up"]
+    # Too close a call for agree_code_ratio; within pair_code_ratio.
+    assert params.agree_code_ratio < distance_ratio(0.85, 0.8) <= params.pair_code_ratio
+    plus_three, plus_two = reader.compiled.pairs["up"][("+3", "+2")]
+    ink = np.float32(plus_three if shown == "+3" else plus_two)
+    face, confidence = reader._code_decision([ink] * 3, "up", params, templates)
+    assert (face, confidence) == ((expected, params.agree_confidence) if expected != UNSURE else (UNSURE, 0.0))
+    if expected != UNSURE:
+        # Not by the net alone, nor with a pair bar below the print's ratio.
+        assert reader._code_decision([ink] * 3, "up", params) == (UNSURE, 0.0)
+        assert reader._code_decision([ink] * 3, "up", replace(params, pair_code_ratio=0.7), templates) == (UNSURE, 0.0)
+
+
+def test_twin_faces_are_not_read_by_the_strokes_of_a_pair(model_a):
+    """+100 and -100 differ by one short stroke, which a little blur or glare takes: their
+    own rule (twin_ratio, twin_split) reads them, never the pair's looser bar."""
+    twinned = _with_twins(model_a, 0.91)
+    probe = TallyReader(twinned, face_net=FixedCodeNet(twinned.code_net, np.ones(CODE_SIZE)))
+    code = _code_at(probe, "up", "+100", "-100", 0.85, 0.8)
+    reader = TallyReader(twinned, face_net=FixedCodeNet(twinned.code_net, code))
+    assert reader._twins["up"]["+100"][0] == "-100"
+    # Not by the twins' own rule either: too near both.
+    assert 0.85 - 0.8 < TallyParams().twin_split * (1.0 - 0.91)
+    plus, _ = reader.compiled.pairs["up"][("+100", "-100")]
+    templates = {"+100": 0.73, "-100": 0.61, "+1": 0.5, "x2": 0.45}
+    params = TallyParams()
+    assert reader._code_decision([np.float32(plus)] * 3, "up", params, templates) == (UNSURE, 0.0)
+    # Were they not twins, the strokes would read it.
+    apart = TallyReader(twinned, replace(params, twin_cosine=0.95), face_net=FixedCodeNet(twinned.code_net, code))
+    assert apart._code_decision([np.float32(plus)] * 3, "up", params, templates) == ("+100", params.agree_confidence)
+
+
 def test_a_print_the_first_cut_leaves_far_from_any_face_is_not_cut_again(model_a):
     net = CyclingNet(model_a, [NO_FACE])
     reader = TallyReader(model_a, face_net=net)
