@@ -598,8 +598,8 @@ class TallyReader:
                 and distance_ratio(by_templates[0][1], by_templates[1][1]) <= params.agree_template_ratio
                 and not self._vote_against(inks[0], die, face, scores, params)):
             return face, params.agree_confidence
-        pair = self.compiled.pairs.get(die, {}).get((face, other))
-        if (pair is not None and other != twin and [f for f, _ in by_templates[:2]] == [face, other]
+        runner_up, pair = self._runner_up_pair(die, face, scores)
+        if (pair is not None and by_templates[0][0] == face and runner_up == other != twin
                 and ratio <= params.pair_code_ratio):
             vote = pair_vote(inks[0], *pair, params.pair_difference)
             if vote is not None and vote >= params.pair_vote:
