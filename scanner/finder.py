@@ -21,7 +21,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import cv2
 import numpy as np
@@ -93,9 +93,15 @@ class FoundDie:
     colours: tuple[float, float, float]  # Toss Up face probabilities (green, yellow, red)
     identities: tuple[float, ...] = ()  # probability of each die of IDENTITIES
 
-    def chances(self) -> dict[str, float]:
-        """The probability of each die of IDENTITIES, by name."""
-        return dict(zip(IDENTITIES, self.identities))
+    def chances(self, among: Collection[str] | None = None) -> dict[str, float]:
+        """The probability of each die of IDENTITIES, by name; with `among`, of each of those
+        dice given that it is one of them (zero each where the net gives them none)."""
+        chances = dict(zip(IDENTITIES, self.identities))
+        if among is None:
+            return chances
+        kept = {name: p for name, p in chances.items() if name in among}
+        total = sum(kept.values())
+        return {name: p / total for name, p in kept.items()} if total > 0 else kept
 
     def corners(self) -> tuple[tuple[float, float], ...]:
         """The top face's four corners, clockwise from the one nearest the top-left."""

@@ -1054,11 +1054,23 @@ class TallyReader:
     def _finder_choice(self, blob: Blob, candidates: Sequence[str], found: Sequence[FoundDie],
                        sure: float) -> tuple[str, float]:
         """(die, FINDER_CHOICE_CONFIDENCE) of the `candidates` the finder, at the blob, gives at least
-        `sure` probability; else unsure."""
+        `sure` probability given that it is a Tally die; else unsure.
+
+        The blob is a Tally die by its colour, so what the finder gives a Toss Up die is its
+        doubt about a look it has not seen (it learned our renders' dice), not another answer.
+        A yellow 70 in a wall's shade on the alt look, its colour as near orange (2.6 against
+        2.7): yellow 0.77, Toss Up 0.21, orange 0.00. Given Tally: all sets x seven cameras 8
+        more read right (that die through all seven, a play orange 70 through gamma 0.8), under
+        the calibration bench's warm and bluish lamps 1 and 2 more; nothing read otherwise.
+        Not where the finder names a die the blobs missed (_finder_guess): there its doubt may
+        be whether it is a die at all (made that way too, 8 right reads were lost and a
+        confident mistake made). Not given the candidates alone either: one confident mistake
+        more under the bluish lamp (an alt purple (20) named blue, purple not a candidate).
+        """
         at = _found_at(found, blob)
         if at is None:
             return UNSURE, 0.0
-        chances = at.chances()
+        chances = at.chances(DIE_FACES)
         guess = max(candidates, key=lambda die: chances.get(die, 0.0))
         return (guess, FINDER_CHOICE_CONFIDENCE) if chances.get(guess, 0.0) >= sure else (UNSURE, 0.0)
 

@@ -123,6 +123,17 @@ def test_input_size_follows_the_frame_aspect():
     assert input_size(640, 480) == (320, 240)
 
 
+def test_chances_among_some_dice_are_given_that_it_is_one_of_them():
+    odds = dict(zip(IDENTITIES, (0.2, 0.0, 0.05, 0.6, 0.15, 0.0, 0.0, 0.0)))
+    die = FoundDie((10.0, 10.0), 30.0, 0.0, 0.9, 0.0, (1.0, 0.0, 0.0), tuple(odds[name] for name in IDENTITIES))
+    assert die.chances() == odds
+    tally = die.chances([name for name in IDENTITIES if name != "tossup"])
+    assert "tossup" not in tally and sum(tally.values()) == pytest.approx(1.0)
+    assert tally["yellow"] == pytest.approx(0.75) and tally["green"] == pytest.approx(0.1875)
+    # None of them likely at all: each stays at nought rather than dividing by it.
+    assert die.chances(["red", "blue"]) == {"red": 0.0, "blue": 0.0}
+
+
 def test_a_lower_threshold_finds_the_same_dice_first_and_fainter_ones_after():
     """The Tally reader decodes the finder's one look down to FinderRules.shade_trace and keeps
     those at the finder's own bar as its dice: they must be the very dice `find` gives."""

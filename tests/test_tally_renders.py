@@ -568,15 +568,16 @@ def test_twenty_photos_teach_a_differently_looking_set():
     summary, before = taught_card.summary(), built_in_card.summary()
     assert summary["labelled_dice"] >= 40
     # Measured (18 photos of dice and 2 of an empty tray, 93 dice), with the die finder and the
-    # face net: taught recall 97.8 %, precision 98.9 %, identity 98.9 %, faces 98.9 % of the
-    # dice found and 96.7 % of all flat dice read right, no confident mistake (the built-in
-    # look: identity 86.4 %, 77.8 % of all read right). The finder finds the black Up Die
-    # against a black rim or dark felt and the dice on the white board under a warm lamp, but
-    # their prints and colours are far darker and paler than any teaching table showed, so
-    # some stay unnamed or unread. The targets (issue 5) are above these bars.
-    assert summary["identity_accuracy"] >= 0.975 and summary["identity_accuracy"] > before["identity_accuracy"]
-    assert summary["wrong_confident_rate"] <= 0.01 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
-    assert summary["face_accuracy"] >= 0.975, taught_card.confusion_table()
+    # face net: taught recall 97.8 %, precision 98.9 %, identity and faces 100 % of the dice
+    # found, 97.8 % of all flat dice read right, no confident mistake (the built-in look:
+    # identity 86.4 %, 77.8 % of all read right). The last die short of the targets was a
+    # yellow 70 in a wall's shade, its colour as near orange; the finder named it once its
+    # doubt about the unseen look, put on a Toss Up die, was set aside (TallyReader._finder_choice).
+    # The two dice not found are the black Up Die against the tray's black wall (s01-r05, -r07).
+    # Issue 5's targets, on this set after teaching:
+    assert summary["identity_accuracy"] >= 0.998 and summary["identity_accuracy"] > before["identity_accuracy"]
+    assert summary["wrong_confident_rate"] <= 0.002 and summary["wrong_confident_rate"] <= before["wrong_confident_rate"]
+    assert summary["face_accuracy"] >= 0.995, taught_card.confusion_table()
     assert summary["read_right_of_all"] >= 0.955 and summary["read_right_of_all"] > before["read_right_of_all"]
     assert summary["detection_precision"] >= 0.975 and summary["detection_recall"] >= 0.96, taught_card.failures
 

@@ -1316,6 +1316,24 @@ def test_a_sure_finder_breaks_a_tie_between_two_colours_and_nothing_else(named, 
         assert die.face == "20"
 
 
+@pytest.mark.parametrize("doubt_on, expected", [("tossup", "blue"), ("green", UNSURE)])
+def test_the_finder_breaks_a_tie_given_that_the_die_is_a_tally_die(doubt_on, expected, model_a):
+    """The finder gives blue 0.8 and the rest to one other die. On a Toss Up die, which a
+    Tally frame does not hold, that is its doubt about a look it never saw: of the Tally dice
+    blue has it all, and the tie between blue and purple is broken. On the green die, blue's
+    0.8 is below FinderRules.nearer_identity and the die stays unsure."""
+    from scanner.finder import IDENTITIES, FoundDie
+    from scanner.tally import TallyReader
+
+    between = np.uint8((np.float32(LOOK_A.bodies["blue"]) + np.float32(LOOK_A.bodies["purple"])) / 2).tolist()
+    look = replace(LOOK_A, bodies={**LOOK_A.bodies, "blue": tuple(between)})
+    image, _ = draw_scene([("blue", "20", 400.0, 300.0, 52.0, 0.3)], look, seed=4)
+    odds = {"blue": 0.8, doubt_on: 0.2}
+    found = FoundDie((402.0, 299.0), 52.0, 0.3, 0.9, 0.0, (1.0, 0.0, 0.0), tuple(odds.get(name, 0.0) for name in IDENTITIES))
+    (die,) = TallyReader(model_a, finder=StubFinder([found])).read_dice(image)
+    assert (die.die, die.face) == ((expected, "20") if expected != UNSURE else (UNSURE, UNSURE))
+
+
 def test_the_nearest_free_colour_must_be_one_of_the_nearest_of_all():
     from scanner.tally_colour import nearest_free
     from scanner.tally_model import TallyParams
