@@ -72,7 +72,7 @@ import cv2
 import numpy as np
 
 from scanner.face_net import NO_FACE, FaceNet, unit_rows
-from scanner.finder import IDENTITIES, DieFinder, FinderRules, FoundDie, find_in_shade
+from scanner.finder import DieFinder, FinderRules, FoundDie, find_in_shade
 from scanner.frames import UNSURE, DieReading
 from scanner.labels import mean_side
 from scanner.shade import Brightness, lifted_around
@@ -1561,7 +1561,7 @@ class TallyReader:
     def _finder_guess(self, die: FoundDie, held: Collection[str]) -> tuple[str, float]:
         """(the Tally die the finder thinks `die` likeliest is, its probability), or unsure
         when that die is another one of the frame or one this look cannot read."""
-        chances = {name: p for name, p in zip(IDENTITIES, die.identities) if name in DIE_FACES}
+        chances = {name: p for name, p in die.chances().items() if name in DIE_FACES}
         if not chances:
             return UNSURE, 0.0
         guess = max(chances, key=chances.__getitem__)
