@@ -90,6 +90,53 @@ def test_bad_teaching_data_is_reported_file_by_file_and_left_out(teach_dir, tmp_
     assert "problem: photo-00.json" in printed
 
 
+def test_a_face_no_photo_showed_is_read_with_the_built_in_print(capsys):
+    """A die shows faces the teaching photos may not: the green die's 30, say. Without a print of
+    it the reader took a green 30 for its 40 and was sure of it; the built-in look's print of the
+    face reads it until the user teaches it."""
+    import cv2
+
+    from calibration.teach import learn_tally_model, print_result
+    from scanner.labels import photo_labels
+    from tests.test_calibration_steps import FIXTURES
+
+    teach = [label for label in photo_labels(FIXTURES / "tallyup-teach") if label.dice
+             and not any(die.die == "green" and die.face == "30" for die in label.dice)]
+    result = learn_tally_model([(label.image.name, cv2.imread(str(label.image)), label.dice) for label in teach])
+    assert ("green", "30", 0) in result.too_few() and ("green", "30") in result.borrowed
+    assert not any(pair in result.borrowed for pair in result.counts)  # only faces never taught
+    assert "30" in result.model.codes
+    print_result(result)
+    assert "read with the built-in look's prints until taught: " in capsys.readouterr().out
+    scanner = Scanner("tallyup", tally=result.model)
+    for name in ("tallyup-s03-r05", "tallyup-s16-r03"):  # test-split tables, the green die showing 30
+        label = [label for label in photo_labels(FIXTURES / "tallyup", split="test") if label.image.stem == name][0]
+        green = next(die for die in label.dice if die.die == "green")
+        readings = scanner.read(cv2.imread(str(label.image)))
+        read = min(readings, key=lambda r: math.dist(r.center, green.center))
+        assert math.dist(read.center, green.center) < 10
+        assert (read.die, read.face) == ("green", "30") and read.confidence >= 0.5, read
+
+
+def test_the_renderers_marks_leave_dice_out_only_of_the_built_in_looks_build():
+    """A label's scene may mark dice the renderer saw partly hidden or under the lamp's sheen; a
+    user's labels carry no such marks, so teaching learns from every die as the wizard does, and
+    only the built-in look's build from the renders leaves those out (and borrows no face)."""
+    from calibration.teach import learn_tally_model
+
+    photos = photo_set(LOOK_A, 6, seed=3, every_face=True)
+    marked = [(f"photo-{i}", image, labels, {"glare_fraction": [0.4] + [0.0] * (len(labels) - 1)})
+              for i, (image, labels) in enumerate(photos)]
+    from collections import Counter
+
+    first = Counter((labels[0].die, labels[0].face) for _, labels in photos)
+    as_user = learn_tally_model(marked)
+    built = learn_tally_model(marked, from_renders=True)
+    for pair, times in first.items():
+        assert built.counts.get(pair, 0) == as_user.counts[pair] - times
+    assert built.borrowed == [] and as_user.photos_used == built.photos_used == 6
+
+
 def test_a_failed_teach_never_touches_the_existing_profile(tmp_path):
     out = save_profile(Profile(name="kitchen"), tmp_path / "kitchen.json")
     before = out.read_bytes()
