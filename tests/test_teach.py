@@ -119,6 +119,29 @@ def test_a_face_no_photo_showed_is_read_with_the_built_in_print(capsys):
         assert (read.die, read.face) == ("green", "30") and read.confidence >= 0.5, read
 
 
+def test_a_tray_patterned_in_a_taught_colour_holds_no_die_name():
+    """Table s08's wooden rim falls into the orange taught from the teach photos, square after
+    square. Its squares are tray, not dice, and must not hold the name "orange" against the
+    orange die itself, which the lamp clips until it looks yellow: with orange held, nothing
+    told its star from the yellow die's, and it was read as the yellow star for sure."""
+    import cv2
+
+    from calibration.bench import teach_first_photos
+    from scanner.labels import load_photo_label
+    from tests.test_calibration_steps import FIXTURES
+
+    result, _ = teach_first_photos(FIXTURES / "tallyup-teach")
+    scanner = Scanner("tallyup", tally=result.model)
+    for name in ("tallyup-s08-r00", "tallyup-s08-r08"):
+        label = load_photo_label(FIXTURES / "tallyup" / f"{name}.json")
+        orange = next(die for die in label.dice if die.die == "orange")
+        readings = scanner.read(cv2.imread(str(label.image)))
+        read = min(readings, key=lambda r: math.dist(r.center, orange.center))
+        assert math.dist(read.center, orange.center) < 10
+        assert (read.die, read.face) == ("orange", "star"), read
+        assert not any(r.die == "yellow" and r.face == "star" for r in readings)  # no yellow die in these rolls
+
+
 def test_the_renderers_marks_leave_dice_out_only_of_the_built_in_looks_build():
     """A label's scene may mark dice the renderer saw partly hidden or under the lamp's sheen; a
     user's labels carry no such marks, so teaching learns from every die as the wizard does, and
