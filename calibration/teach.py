@@ -338,9 +338,10 @@ def _with_untaught_faces(model: TallyModel, built_in: TallyModel) -> tuple[Tally
     taught face it looks most like, and is sure of it (a green 30 as its 40, an Up Die's +100 as
     its -100). Taught from 20 dev photos of two or three tables (8 draws), the test split's
     confident mistakes came to 2.3 % of its dice (in the draw looked into, all 8 on faces never
-    taught); with the built-in prints of those, 0.8 %. On the differently looking set (fixtures/alt), taught from 3
-    to 10 of its photos, faces 0.77-0.89 -> 0.85-0.93 and confident mistakes the same or fewer:
-    another font's print of a face still reads it better than none."""
+    taught); with the built-in prints of those, 0.8 %. On the differently looking set
+    (fixtures/alt), taught from 3 to 10 of its photos, faces 0.77-0.89 -> 0.85-0.93 and
+    confident mistakes the same or fewer: another font's print of a face still reads it better
+    than none."""
     taught = {(template.die, template.face) for template in model.templates}
     extra = tuple(t for t in built_in.templates if t.die in model.bodies and (t.die, t.face) not in taught)
     codes = dict(model.codes)
