@@ -42,8 +42,8 @@ def teach_command(dice_set: str, folders: tuple[Path, ...], out: Path, split: st
         click.echo(f"dicetray calibrate teach: nothing written to {out}", err=True)
         sys.exit(1)
     if result.problems:
-        click.echo(f"dicetray calibrate teach: {len(result.problems)} problem(s) above; those photos were left out",
-                   err=True)
+        click.echo(f"dicetray calibrate teach: {len(result.problems)} problem(s) above; the photos or dice they name "
+                   "were left out", err=True)
 
 
 _DATA_OPTION = click.option(
