@@ -348,8 +348,8 @@ def _with_untaught_faces(model: TallyModel, built_in: TallyModel) -> tuple[Tally
     if built_in.code_net == model.code_net:
         for face, code in built_in.codes.items():
             codes.setdefault(face, code)
-    borrowed = sorted({(t.die, t.face) for t in extra}, key=lambda pair: (list(DIE_FACES).index(pair[0]),
-                                                                          DIE_FACES[pair[0]].index(pair[1])))
+    lent = {(t.die, t.face) for t in extra}
+    borrowed = [(die, face) for die, faces in DIE_FACES.items() for face in faces if (die, face) in lent]
     return replace(model, templates=model.templates + extra, codes=codes), borrowed
 
 

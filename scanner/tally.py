@@ -775,6 +775,8 @@ class TallyReader:
                     self._regrow(image, gains, blob, typical)
         distances_all = [colour_distances(blob.lab, self.model, self.params) for blob in chosen]
         identities = assign_identities(distances_all, self.params)
+        if not with_faces:
+            return [DieRead(blob, None, 0.0, {}, None, 0.0, {}) for blob in chosen], typical
         # A blob of a colour the tray is patterned in is a die only once its face reads (it is
         # taken for tray below): it holds no name against another blob. Squares of a wooden rim
         # in a taught look's orange held "orange" from the orange die itself, clipped to look
@@ -783,8 +785,6 @@ class TallyReader:
         # 308 dice (identity .986 -> .997, faces .969 -> .980); with the built-in look no die of
         # any set reads otherwise, through the bench's seven cameras and under its two lamps.
         on_pattern = {index for index, blob in enumerate(chosen) if blob.die in patterned}
-        if not with_faces:
-            return [DieRead(blob, None, 0.0, {}, None, 0.0, {}) for blob in chosen], typical
 
         def read(index: int, nameless: Collection[int]) -> DieRead | None:
             """The die read from chosen[index], the blobs `nameless` holding no name against it;
