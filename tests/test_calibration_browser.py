@@ -2,8 +2,8 @@
 
 The tablet's user is played by the labels: after each roll the test taps every die the page
 read wrongly, taps the photo where a die was missed and drops what is no die, exactly as a user
-would. The profile the wizard saves is then used by the scanner on the table's other photos
-and on the whole Toss Up test split.
+would. The profile the wizard saves is then used by the scanner on the table's other photos,
+on the whole Toss Up test split and, with the Tally look it taught, on the Tally test split.
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ TABLE = "tossup-s01"  # a test-split table: the wizard calibrates on its empty t
 #: The floors of tests/test_scanner_fixtures.py (faces and confident mistakes are literals there).
 FLOORS = {"detection_recall": RECALL_FLOOR, "detection_precision": PRECISION_FLOOR, "face_accuracy": 0.99}
 MAX_WRONG_CONFIDENT = 0.002
+#: What the Tally look the wizard teaches reads on the Tally test split (308 dice, 70 photos):
+#: identity .993, faces .976, recall .984, precision .987; each floor a die or two below.
+TALLY_FLOORS = {"identity_accuracy": 0.987, "face_accuracy": 0.97, "detection_recall": 0.978,
+                "detection_precision": 0.98}
 CHECK_MS = 45_000
 
 
@@ -241,3 +245,14 @@ def test_the_wizard_walks_all_six_steps_and_the_scanner_reads_with_its_profile(b
     assert summary["detection_precision"] >= FLOORS["detection_precision"], settings.failures
     assert summary["face_accuracy"] >= FLOORS["face_accuracy"], settings.confusion_table()
     assert summary["wrong_confident_rate"] <= MAX_WRONG_CONFIDENT, settings.failures
+
+    # ...and its Tally look, taught from the rolls above (the teach set's tables), reads the Tally
+    # test split (other tables, floors and lamps) with no confident mistake and at floors just
+    # below what it reaches, short of the scanner issue's targets: a change to teaching or to
+    # reading that loses dice on tables the look was not taught on shows here.
+    tally_test = [p for p in photo_labels(FIXTURES / "tallyup", split="test") if p.dice]
+    taught = _card(Scanner("tallyup", tally=profile.tallyup), tally_test)
+    summary = taught.summary()
+    for key, floor in TALLY_FLOORS.items():
+        assert summary[key] >= floor, (key, summary, taught.failures)
+    assert summary["wrong_confident_rate"] <= MAX_WRONG_CONFIDENT, taught.failures

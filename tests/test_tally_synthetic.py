@@ -1469,12 +1469,17 @@ def test_an_unread_speck_much_smaller_than_the_dice_the_finder_is_sure_of_is_no_
     assert reader._without_specks(dice, [replace(found[0], score=0.5)]) == dice
 
 
+#: A frame the size of the fixtures, lit alike all over: no die lies in a wall's shade.
+LIT_FRAME = np.full((720, 1280, 3), 180, np.uint8)
+
+
 @pytest.mark.parametrize("reading, score, kept", [
     (("up", UNSURE, 400.0, 300.0), 0.0, False),  # a light patch of tray taken for the white Up Die
     (("up", UNSURE, 400.0, 300.0), 0.25, False),  # a trace, below the net's own bar for a die
     (("up", UNSURE, 400.0, 300.0), 0.35, True),  # the net sees a die there: a die
     ((UNSURE, UNSURE, 400.0, 300.0), 0.0, False),  # unnamed, unseen
-    (("red", UNSURE, 400.0, 300.0), 0.0, True),  # named by its colour: left to the other checks
+    (("red", UNSURE, 400.0, 300.0), 0.0, False),  # named by its colour, not even a trace: a square of tray
+    (("red", UNSURE, 400.0, 300.0), 0.12, True),  # named by its colour, with a trace: left to the other checks
     (("up", "+2", 400.0, 300.0), 0.0, True),  # its print read: a die
     ((UNSURE, UNSURE, 400.0, 10.0), 0.9, False),  # its top face runs off the frame
 ])
@@ -1484,12 +1489,25 @@ def test_an_unread_reading_the_finder_sees_no_die_at_is_no_die(reading, score, k
     reader = TallyReader(model_a)
     die, face, x, y = reading
     dice = [_read_at("blue", "star", 800.0, 400.0, 40.0), _read_at(die, face, x, y, 40.0)]
-    traced = [replace(_found("blue", 800.0, 400.0, 40.0, 0.0), score=0.9), replace(_found("up", x, y, 40.0, 0.0), score=score)]
-    left = reader._without_unseen(dice, traced, (720, 1280, 3))
+    # What the finder returns: every trace of at least FinderRules.shade_trace.
+    traced = [replace(_found("blue", 800.0, 400.0, 40.0, 0.0), score=0.9)]
+    traced += [replace(_found("up", x, y, 40.0, 0.0), score=score)] if score >= reader.finder_rules.shade_trace else []
+    left = reader._without_unseen(LIT_FRAME, dice, traced)
     assert left == (dice if kept else dice[:1])
-    # Before the shade pass, which may name an unnamed die, only the white Up Die is judged.
-    early = reader._without_unseen(dice, traced, (720, 1280, 3), unnamed=False)
+    # Before the shade pass, which may name an unnamed die, the unnamed ones are not judged.
+    early = reader._without_unseen(LIT_FRAME, dice, traced, unnamed=False)
     assert early == (dice if kept or die == UNSURE and y > 20.0 else dice[:1])
+
+
+def test_an_unread_die_named_by_its_colour_in_a_walls_deep_shade_is_kept_where_the_finder_sees_none(model_a):
+    """The finder barely sees a die in a wall's deep shadow: such a die stays for the player to
+    light that side of the tray or tap in its face, and one on the lit floor goes."""
+    from scanner.tally import TallyReader
+
+    frame = LIT_FRAME.copy()
+    frame[:, :500] = 18  # the left wall's shadow, a tenth of the light
+    dice = [_read_at("red", UNSURE, 250.0, 300.0, 40.0), _read_at("green", UNSURE, 900.0, 300.0, 40.0)]
+    assert TallyReader(model_a)._without_unseen(frame, dice, []) == dice[:1]
 
 
 def test_an_unread_up_die_of_a_set_whose_up_die_is_dark_is_kept_where_the_finder_sees_none(model_a, model_b):
@@ -1498,7 +1516,7 @@ def test_an_unread_up_die_of_a_set_whose_up_die_is_dark_is_kept_where_the_finder
 
     for model, kept in ((model_a, False), (model_b, True)):
         dice = [_read_at("up", UNSURE, 400.0, 300.0, 40.0), _read_at(UNSURE, UNSURE, 600.0, 300.0, 40.0)]
-        assert TallyReader(model)._without_unseen(dice, [], (720, 1280, 3)) == (dice if kept else [])
+        assert TallyReader(model)._without_unseen(LIT_FRAME, dice, []) == (dice if kept else [])
 
 
 def test_the_wizards_rolls_are_read_with_the_sessions_die_finder():
