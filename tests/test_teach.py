@@ -184,6 +184,22 @@ def test_a_blob_whose_face_does_not_read_holds_no_die_name(wizard_look):
     _orange_stars_read_as_orange(Scanner("tallyup", tally=wizard_look), ("s08-r02", "s08-r04"))
 
 
+def test_a_clipped_die_whose_print_is_a_face_only_its_rival_has_is_that_rival(wizard_look):
+    """s08-r06: the orange 60, clipped until it looks yellow, lies by the wooden rim, whose
+    colour the look taught on other tables cannot tell from its edge's orange. Its print is no
+    face of the yellow die (the 20 at best), and clearly the orange 60."""
+    import cv2
+
+    from scanner.labels import load_photo_label
+    from tests.test_calibration_steps import FIXTURES
+
+    label = load_photo_label(FIXTURES / "tallyup" / "tallyup-s08-r06.json")
+    orange = next(die for die in label.dice if die.die == "orange")
+    readings = Scanner("tallyup", tally=wizard_look).read(cv2.imread(str(label.image)))
+    assert [(r.die, r.face) for r in readings if math.dist(r.center, orange.center) < 0.5 * orange.size] == [
+        ("orange", "60")]
+
+
 def test_a_square_of_rim_in_a_taught_colour_that_the_finder_sees_no_die_on_is_dropped(wizard_look):
     """Taught as the wizard teaches, the look's orange takes squares of table s08's wooden rim for
     orange dice whose face it cannot read: dice to tap that are not there, roll after roll. The
