@@ -34,8 +34,9 @@ TABLE = "tossup-s01"  # a test-split table: the wizard calibrates on its empty t
 FLOORS = {"detection_recall": RECALL_FLOOR, "detection_precision": PRECISION_FLOOR, "face_accuracy": 0.99}
 MAX_WRONG_CONFIDENT = 0.002
 #: What the Tally look the wizard teaches reads on the Tally test split (308 dice, 70 photos):
-#: identity .997, faces .980, recall .984, precision .987; each floor a die or two below.
-TALLY_FLOORS = {"identity_accuracy": 0.993, "face_accuracy": 0.973, "detection_recall": 0.978,
+#: identity 1.000, faces .983 (the built-in look's figures), recall .984, precision .987. The
+#: identity floor is the scanner issue's target; the others lie a die or two below.
+TALLY_FLOORS = {"identity_accuracy": 0.998, "face_accuracy": 0.976, "detection_recall": 0.978,
                 "detection_precision": 0.98}
 CHECK_MS = 45_000
 
@@ -247,9 +248,9 @@ def test_the_wizard_walks_all_six_steps_and_the_scanner_reads_with_its_profile(b
     assert summary["wrong_confident_rate"] <= MAX_WRONG_CONFIDENT, settings.failures
 
     # ...and its Tally look, taught from the rolls above (the teach set's tables), reads the Tally
-    # test split (other tables, floors and lamps) with no confident mistake and at floors just
-    # below what it reaches, short of the scanner issue's targets: a change to teaching or to
-    # reading that loses dice on tables the look was not taught on shows here.
+    # test split (other tables, floors and lamps) at the scanner issue's targets for identity and
+    # confident mistakes, and the rest a die or two below what it reads: a change to teaching or
+    # to reading that loses dice on tables the look was not taught on shows here.
     tally_test = [p for p in photo_labels(FIXTURES / "tallyup", split="test") if p.dice]
     taught = _card(Scanner("tallyup", tally=profile.tallyup), tally_test)
     summary = taught.summary()
