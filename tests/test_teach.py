@@ -188,16 +188,7 @@ def test_a_clipped_die_whose_print_is_a_face_only_its_rival_has_is_that_rival(wi
     """s08-r06: the orange 60, clipped until it looks yellow, lies by the wooden rim, whose
     colour the look taught on other tables cannot tell from its edge's orange. Its print is no
     face of the yellow die (the 20 at best), and clearly the orange 60."""
-    import cv2
-
-    from scanner.labels import load_photo_label
-    from tests.test_calibration_steps import FIXTURES
-
-    label = load_photo_label(FIXTURES / "tallyup" / "tallyup-s08-r06.json")
-    orange = next(die for die in label.dice if die.die == "orange")
-    readings = Scanner("tallyup", tally=wizard_look).read(cv2.imread(str(label.image)))
-    assert [(r.die, r.face) for r in readings if math.dist(r.center, orange.center) < 0.5 * orange.size] == [
-        ("orange", "60")]
+    assert _read_at_orange(Scanner("tallyup", tally=wizard_look), "s08-r06") == [("orange", "60")]
 
 
 def test_a_clipped_die_against_a_wall_in_its_colour_is_named_by_its_edge_side_by_side(wizard_look):
@@ -205,16 +196,20 @@ def test_a_clipped_die_against_a_wall_in_its_colour_is_named_by_its_edge_side_by
     the look taught on other tables sees as orange. A 70 is a face of the yellow die too, so its
     edge must name it: orange there, less the tray ring's orange, is weighed side by side, and
     the wall behind one side no longer cancels the orange on the other three."""
+    assert _read_at_orange(Scanner("tallyup", tally=wizard_look), "s08-r01") == [("orange", "70")]
+
+
+def _read_at_orange(scanner: Scanner, roll: str) -> list:
+    """(die, face) of each reading `scanner` makes at the orange die of the Tally roll `roll`."""
     import cv2
 
     from scanner.labels import load_photo_label
     from tests.test_calibration_steps import FIXTURES
 
-    label = load_photo_label(FIXTURES / "tallyup" / "tallyup-s08-r01.json")
+    label = load_photo_label(FIXTURES / "tallyup" / f"tallyup-{roll}.json")
     orange = next(die for die in label.dice if die.die == "orange")
-    readings = Scanner("tallyup", tally=wizard_look).read(cv2.imread(str(label.image)))
-    assert [(r.die, r.face) for r in readings if math.dist(r.center, orange.center) < 0.5 * orange.size] == [
-        ("orange", "70")]
+    readings = scanner.read(cv2.imread(str(label.image)))
+    return [(r.die, r.face) for r in readings if math.dist(r.center, orange.center) < 0.5 * orange.size]
 
 
 def test_a_square_of_rim_in_a_taught_colour_that_the_finder_sees_no_die_on_is_dropped(wizard_look):
