@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import signal
@@ -210,19 +211,24 @@ def bench_soak(minutes: float, clients: int, fps: float) -> None:
 
 
 @bench.command("scanner")
-@click.option("--split", type=click.Choice(["dev", "test", "all"]), default="test", show_default=True)
+@click.option("--split", type=click.Choice(["dev", "test", "all", "unseen"]), default="test", show_default=True,
+              help="unseen: the held-out look families and the real validation photos (lab/bench_unseen.py).")
 @click.option("--dice", "dice_set", type=click.Choice(["tossup", "tallyup", "all"]), default="tossup", show_default=True)
 @click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Fixture library (default: the repository's fixtures/).")
 @click.option("--profile", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 @click.option("--perturbed", is_flag=True,
               help="Also read every photo as other cameras would take it (resampled, JPEG, brighter, blurred, grainy).")
+@click.option("--json", "as_json", is_flag=True, help="With --split unseen: print one JSON object last.")
 def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, profile: Path | None,
-                          perturbed: bool) -> None:
+                          perturbed: bool, as_json: bool) -> None:
     """Detection and face accuracy, settle latency and speed on the labelled fixtures; for the
     Tally Dice, also on the check, hold and play sets' tables where they are rendered (the play
     set's rolls also as a game takes them), and without a profile on the differently looking set
-    after teaching."""
+    after teaching. With --split unseen: on looks nothing learned from, and real photos."""
+    if split == "unseen":
+        _bench_unseen(dice_set, fixtures, as_json)
+        return
     from calibration.bench import bench_taught_look
     from scanner.cli import CHECK_SET_TITLES, FIXTURES, PLAY_SET, bench_check_set, bench_scanner
     from scorekeeper.game_bench import bench_game_rolls
@@ -236,6 +242,27 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
         bench_game_rolls((fixtures or FIXTURES) / PLAY_SET / "tallyup", profile, sys.stdout)
     if "tallyup" in sets and profile is None:
         bench_taught_look(fixtures or FIXTURES, chosen, perturbed=perturbed)
+
+
+def _bench_unseen(dice_set: str, fixtures: Path | None, as_json: bool) -> None:
+    import cv2
+
+    from calibration.teach import learn_tally_model
+    from lab.bench_unseen import json_figures, run_unseen_bench
+    from scanner.cli import FIXTURES
+    from scanner.reader import Scanner
+
+    def make_scanner(chosen: str, tally_model=None) -> Scanner:
+        return Scanner(chosen, tally=tally_model) if tally_model is not None else Scanner(chosen)
+
+    def teach(photos):
+        return learn_tally_model([(p.image.name, cv2.imread(str(p.image), cv2.IMREAD_COLOR), p.dice, p.scene)
+                                  for p in photos]).model
+
+    sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
+    result = run_unseen_bench(fixtures or FIXTURES, sets, sys.stdout, make_scanner, teach)
+    if as_json:
+        click.echo(json.dumps(json_figures(result)))
 
 
 @bench.command("calibration")
