@@ -46,9 +46,9 @@ SPLITS = ("validation", "learn")
 DIE_KINDS = ("d6", "other")
 FACES = ("1", "2", "3", "4", "5", "6")
 MAX_LONG_SIDE = 1280
-# How a die differs from its table, for proposals: lighter, darker, yellower (ivory on white paper,
-# whose shadows are grey), of another colour, or any of these.
-POLARITIES = ("any", "bright", "dark", "warm", "colour")
+# How a die differs from its table, for proposals: lighter, darker, of another colour but not
+# darker (ivory dice on white paper, whose shadows are tinted but darker), of another colour, or any.
+POLARITIES = ("any", "bright", "dark", "lit", "colour")
 # A photo with more dice than this, or a d6 smaller than this, cannot be labelled reliably.
 MAX_D6_PER_PHOTO = 40
 MIN_DIE_SIDE = 12
@@ -128,14 +128,36 @@ def check_label(label: object, name: str, source: str | None = None) -> list[str
     return problems
 
 
+def jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from a JPEG's frame header, or None where there is none."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    at = 2
+    while at + 9 <= len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            at += 2
+            continue
+        length = int.from_bytes(data[at + 2:at + 4], "big")
+        # Start-of-frame markers (baseline, progressive, ...), not DHT/JPG/DAC.
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(data[at + 7:at + 9], "big"), int.from_bytes(data[at + 5:at + 7], "big")
+        at += 2 + length
+    return None
+
+
 def check_photo(label: dict, photo: Path) -> list[str]:
-    """Problems of a label with its photo, where the photo is there."""
-    image = cv2.imread(str(photo))
-    if image is None:
-        return [f"{photo.name}: cannot be read as an image"]
-    height, width = image.shape[:2]
-    if [width, height] != label.get("size"):
-        return [f"{photo.name}: is {width}x{height}, its label says {label.get('size')}"]
+    """Problems of a label with its photo, where the photo is there: it must decode (checked at
+    an eighth of its size, which is quick) and have the size its label says."""
+    data = photo.read_bytes()
+    size = jpeg_size(data)
+    preview = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_REDUCED_GRAYSCALE_8)
+    if size is None or preview is None:
+        return [f"{photo.name}: cannot be read as a JPEG photo"]
+    if list(size) != label.get("size"):
+        return [f"{photo.name}: is {size[0]}x{size[1]}, its label says {label.get('size')}"]
     return []
 
 
@@ -194,12 +216,28 @@ def check_tree(root: Path = REAL_ROOT, with_photos: bool = True) -> RealPhotosRe
 # --- proposals -----------------------------------------------------------------------------
 
 
+def _distance(difference: np.ndarray, polarity: str) -> np.ndarray:
+    """How far each pixel is from the table, given its Lab difference to it, for `polarity`."""
+    if polarity == "bright":
+        return np.clip(difference[..., 0], 0, None)
+    if polarity == "dark":
+        return np.clip(-difference[..., 0], 0, None)
+    colour = np.linalg.norm(difference[..., 1:], axis=2)
+    if polarity == "lit":
+        # Shadows on white paper are tinted too, but darker than the paper: left out.
+        return np.where(difference[..., 0] > -20, colour, 0)
+    if polarity == "colour":
+        return colour
+    return np.linalg.norm(difference, axis=2)
+
+
 def propose_boxes(image: np.ndarray, polarity: str = "any", min_side: int = MIN_DIE_SIDE) -> list[list[int]]:
     """Boxes of blobs that stand out from the photo's dominant surface: a starting point only.
 
     A die differs from the table in brightness or colour; the table is what most of the photo's
-    border shows. `polarity` picks how: "bright" (lighter than the table, so shadows are left
-    out), "dark", "colour" (hue and saturation only) or "any" (Lab distance). The difference is
+    border shows. `polarity` picks how (see `POLARITIES`): "bright" (lighter than the table, so
+    shadows are left out), "dark", "lit", "colour" (hue and saturation only) or "any" (Lab
+    distance). The difference is
     thresholded (Otsu), holes (pips) filled, and blobs of a die's shape (roughly square, solid)
     are kept.
     """
@@ -208,18 +246,7 @@ def propose_boxes(image: np.ndarray, polarity: str = "any", min_side: int = MIN_
     band = max(4, min(height, width) // 20)
     border = np.concatenate([lab[:band].reshape(-1, 3), lab[-band:].reshape(-1, 3),
                              lab[:, :band].reshape(-1, 3), lab[:, -band:].reshape(-1, 3)])
-    difference = lab - np.median(border, axis=0)
-    if polarity == "bright":
-        distance = np.clip(difference[..., 0], 0, None)
-    elif polarity == "dark":
-        distance = np.clip(-difference[..., 0], 0, None)
-    elif polarity == "warm":
-        # Shadows on paper are yellowish too, but darker than the paper: left out.
-        distance = np.where(difference[..., 0] > -20, np.linalg.norm(difference[..., 1:], axis=2), 0)
-    elif polarity == "colour":
-        distance = np.linalg.norm(difference[..., 1:], axis=2)
-    else:
-        distance = np.linalg.norm(difference, axis=2)
+    distance = _distance(lab - np.median(border, axis=0), polarity)
     scaled = np.clip(distance * (255.0 / max(float(distance.max()), 1.0)), 0, 255).astype(np.uint8)
     _, mask = cv2.threshold(scaled, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))
@@ -257,25 +284,16 @@ def fit_box(image: np.ndarray, box: list[float], polarity: str = "any") -> list[
     window = window.astype(np.float32)
     ring = np.concatenate([window[:3].reshape(-1, 3), window[-3:].reshape(-1, 3),
                            window[:, :3].reshape(-1, 3), window[:, -3:].reshape(-1, 3)])
-    difference = window - np.median(ring, axis=0)
-    if polarity == "bright":
-        distance = np.clip(difference[..., 0], 0, None)
-    elif polarity == "dark":
-        distance = np.clip(-difference[..., 0], 0, None)
-    elif polarity == "warm":
-        # Shadows on paper are yellowish too, but darker than the paper: left out.
-        distance = np.where(difference[..., 0] > -20, np.linalg.norm(difference[..., 1:], axis=2), 0)
-    elif polarity == "colour":
-        distance = np.linalg.norm(difference[..., 1:], axis=2)
-    else:
-        distance = np.linalg.norm(difference, axis=2)
+    distance = _distance(window - np.median(ring, axis=0), polarity)
     scaled = np.clip(distance * (255.0 / max(float(distance.max()), 1.0)), 0, 255).astype(np.uint8)
     _, mask = cv2.threshold(scaled, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     mask = cv2.drawContours(np.zeros_like(mask), contours, -1, 255, cv2.FILLED)
     mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask)
-    centre = labels[int(cy) - wy0, int(cx) - wx0] if 0 <= int(cy) - wy0 < mask.shape[0] and 0 <= int(cx) - wx0 < mask.shape[1] else 0
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(mask)
+    row, column = int(cy) - wy0, int(cx) - wx0
+    inside = 0 <= row < mask.shape[0] and 0 <= column < mask.shape[1]
+    centre = labels[row, column] if inside else 0
     if centre == 0:
         return [round(v) for v in box]
     bx, by, bw, bh, _ = stats[centre]
