@@ -243,3 +243,21 @@ def test_bench_unseen_prints_its_figures_and_json(tmp_path: Path):
     assert 0 <= figures["tossup"]["recall"] <= 1 and figures["tossup"]["speed_lab_ratio"] > 0
     assert figures["tallyup"]["recall"] is None and figures["real"]["recall"] is None
     assert "held-out families" in result.output and "reliability" in result.output
+
+
+def test_the_committed_sample_is_what_the_compositor_makes_today():
+    """fixtures/composite-sample: a few of `python -m lab.composite`'s photos. Made again they
+    carry the same labels and, but for the JPEG's loss, the same pixels."""
+    samples = sorted((FIX / "composite-sample").glob("*.json"))
+    assert len(samples) >= 6
+    for path in samples:
+        label = json.loads(path.read_text())
+        _, family, dice_set, n = path.stem.split("-")
+        bgr, made = composite.make_photo(int(family[3:]), dice_set, int(n))
+        assert made["dice"] == label["dice"], path.name
+        committed = cv2.imread(str(path.with_suffix(".jpg")), cv2.IMREAD_COLOR)
+        ok, data = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, label["scene"]["jpeg_quality"]])
+        again = cv2.imdecode(data, cv2.IMREAD_COLOR)
+        assert committed.shape == again.shape
+        # another libjpeg or CPU may round a little differently; another picture differs by far more
+        assert float(np.abs(committed.astype(np.float32) - again).mean()) < 1.5, path.name
