@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -10,8 +9,9 @@ import segno
 from flask import Blueprint, Response, abort, current_app, jsonify, request, url_for
 
 from scorekeeper.store import LoadedGame
-from scorekeeper.web.app import scoreboard
-from scorekeeper.web.auth import Caller
+from scorekeeper.web.access import caller, require_host, require_player_of
+from scorekeeper.web.bodies import json_object
+from scorekeeper.web.context import scoreboard
 from scorekeeper.web.stats import game_stats
 from scorekeeper.web.views import summary
 
@@ -21,22 +21,6 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 
 
 # -- request helpers ---------------------------------------------------------------
-
-
-def _body(required: bool = True) -> dict[str, Any]:
-    """The request's JSON object; 400 with a reason when it is not one."""
-    raw = request.get_data(cache=True)
-    if not raw.strip():
-        if required:
-            abort(400, "the request needs a JSON object as its body")
-        return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        abort(400, f"the body is not valid JSON: {error}")
-    if not isinstance(data, dict):
-        abort(400, f"the body must be a JSON object, not {type(data).__name__}")
-    return data
 
 
 def _version(body: dict[str, Any]) -> int | None:
@@ -62,34 +46,6 @@ def _reading(body: dict[str, Any]) -> dict[str, Any] | None:
     return reading
 
 
-def _caller() -> Caller:
-    board = scoreboard()
-    return board.auth.identify(request.headers.get("Authorization"), board.players_of)
-
-
-def _require_host() -> Caller:
-    caller = _caller()
-    if caller.host:
-        return caller
-    if caller.anonymous:
-        abort(401, "this needs the host token (Authorization: Bearer <token>)")
-    abort(403, "only the host may do this; a player's device may only send that player's own decisions")
-
-
-def _require_player_of(game_id: str) -> tuple[Caller, str | None]:
-    """The host (player None) or a player of this game (their name)."""
-    caller = _caller()
-    if caller.host:
-        return caller, None
-    if caller.anonymous:
-        abort(401, "join the game first (or use the host token)")
-    if caller.game_id != game_id:
-        abort(403, "this player token belongs to another game")
-    players = scoreboard().players_of(game_id) or []
-    assert caller.seat is not None
-    return caller, players[caller.seat]
-
-
 def _game_json(loaded: LoadedGame) -> dict[str, Any]:
     return {"id": loaded.record.id, "version": loaded.version, "state": loaded.state()}
 
@@ -104,8 +60,8 @@ def list_games() -> Response:
 
 @bp.post("/games")
 def create_game() -> tuple[Response, int]:
-    _require_host()
-    body = _body()
+    require_host()
+    body = json_object()
     game, players, options = body.get("game"), body.get("players"), body.get("options", {})
     if not isinstance(game, str):
         abort(400, "'game' must be \"tossup\" or \"tallyup\"")
@@ -137,11 +93,11 @@ def get_view(game_id: str) -> Response:
 def post_event(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)  # 404 before 401 keeps the errors about the game first
-    caller, player = _require_player_of(game_id)
-    body = _body()
+    who, player = require_player_of(game_id)
+    body = json_object()
     event = _event(body)
     version = _version(body)
-    if not caller.host:
+    if not who.host:
         # A player's own decision here is only the Tally Up! shout in their own name.
         if event.get("type") != "tally_up" or event.get("player") != player:
             abort(403, f"a player's device may only shout Tally Up! for {player}; "
@@ -156,8 +112,8 @@ def post_event(game_id: str) -> Response:
 def undo(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)
-    _require_host()
-    loaded = board.undo(game_id, _version(_body(required=False)))
+    require_host()
+    loaded = board.undo(game_id, _version(json_object(required=False)))
     return jsonify(version=loaded.version, state=loaded.state())
 
 
@@ -165,8 +121,8 @@ def undo(game_id: str) -> Response:
 def edit_event(game_id: str, index: int) -> Response:
     board = scoreboard()
     board.get(game_id)
-    _require_host()
-    body = _body()
+    require_host()
+    body = json_object()
     loaded = board.edit(game_id, index, _event(body), _version(body), _reading(body))
     return jsonify(version=loaded.version, state=loaded.state())
 
@@ -193,13 +149,13 @@ def stats(game_id: str) -> Response:
 def post_choice(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)
-    caller, player = _require_player_of(game_id)
-    body = _body()
+    who, player = require_player_of(game_id)
+    body = json_object()
     choice = body.get("choice")
     if choice not in ("in", "out"):
         abort(400, "'choice' must be \"in\" or \"out\"")
     named = body.get("player")
-    if caller.host:
+    if who.host:
         if not isinstance(named, str):
             abort(400, "the host must name the 'player' whose choice this is")
         player = named
@@ -221,7 +177,7 @@ def post_choice(game_id: str) -> Response:
 def get_choices(game_id: str) -> Response:
     board = scoreboard()
     loaded = board.get(game_id)
-    caller, player = _require_player_of(game_id)
+    who, player = require_player_of(game_id)
     progress = board.progress(loaded)
     return jsonify(
         version=loaded.version,
@@ -242,7 +198,7 @@ def _join_url(code: str) -> str:
 def invite(game_id: str) -> Response:
     board = scoreboard()
     record = board.get(game_id).record
-    _require_host()
+    require_host()
     code = board.join_code(record)
     url = _join_url(code)
     svg = segno.make(url, error="m").svg_inline(scale=6, border=2, dark="#000", light="#fff")
@@ -259,7 +215,7 @@ def join_info(code: str) -> Response:
 def join(code: str) -> Response:
     board = scoreboard()
     record = board.find_by_code(code)
-    player = _body().get("player")
+    player = json_object().get("player")
     if player not in record.players:
         abort(400, f"'player' must be one of {record.players}")
     token = board.auth.player_token(record.id, record.players.index(player), player)
@@ -269,12 +225,12 @@ def join(code: str) -> Response:
 
 @bp.get("/whoami")
 def whoami() -> Response:
-    caller = _caller()
-    if caller.host:
+    who = caller()
+    if who.host:
         return jsonify(role="host")
-    if caller.seat is not None and caller.game_id is not None:
-        players = scoreboard().players_of(caller.game_id) or []
-        return jsonify(role="player", game=caller.game_id, player=players[caller.seat])
-    if caller.bad_token:
+    if who.seat is not None and who.game_id is not None:
+        players = scoreboard().players_of(who.game_id) or []
+        return jsonify(role="player", game=who.game_id, player=players[who.seat])
+    if who.bad_token:
         abort(401, "this token is not valid (the server may have restarted: join again)")
     return jsonify(role="watcher")

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from flask import Flask, Response, current_app, jsonify, render_template, request
+from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from scorekeeper import __version__
@@ -16,14 +16,14 @@ from scorekeeper.table.live import LIVE_DEFAULTS, ConfigError, live_table_from_c
 from scorekeeper.paths import default_data_dir
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, GameStore, VersionConflict
+from scorekeeper.web import api, calibrate, live, pages, stream
 from scorekeeper.web.auth import Auth
 from scorekeeper.web.broker import Broker
+from scorekeeper.web.context import EXTENSION, LIVE_EXTENSION
 from scorekeeper.web.service import Scoreboard
 
 log = logging.getLogger(__name__)
 
-EXTENSION = "dicetray"
-LIVE_EXTENSION = "dicetray.live"
 
 #: Every setting the app reads, with its default.
 DEFAULTS: Mapping[str, Any] = MappingProxyType({
@@ -36,7 +36,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "STREAM_QUEUE_SIZE": 32,
     "REPLAY_SIZE": 64,
     "MAX_CONTENT_LENGTH": 64 * 1024,
-    # The live table (camera -> scanner -> game); documented in scorekeeper/live.py.
+    # The live table (camera -> scanner -> game); documented in scorekeeper/table/live.py.
     **LIVE_DEFAULTS,
 })
 #: Prefixes of dicetray's own settings: a key with one of them that is not in DEFAULTS is a typo.
@@ -78,8 +78,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         # The camera thread writes through the board: stop it before the store closes.
         board.close_first(table.close)
 
-    from scorekeeper.web import api, calibrate, live, pages, stream
-
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(stream.bp)
@@ -104,12 +102,6 @@ def end_streams(app: Flask) -> None:
     table = app.extensions.get(LIVE_EXTENSION)
     if table is not None:
         table.preview.close()
-
-
-def scoreboard() -> Scoreboard:
-    """The current app's Scoreboard."""
-    board: Scoreboard = current_app.extensions[EXTENSION]
-    return board
 
 
 def _wants_json() -> bool:

@@ -20,8 +20,9 @@ from flask.blueprints import BlueprintSetupState
 from calibration.library import ProfileLibrary
 from calibration.profile import ProfileError
 from calibration.session import CalibrationError, CalibrationSession
-from scorekeeper.web.api import _body, _require_host
-from scorekeeper.web.live import live_table
+from scorekeeper.web.access import require_host
+from scorekeeper.web.bodies import json_object
+from scorekeeper.web.context import live_table
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def page() -> str:
 
 @bp.get("/api/calibrate")
 def state() -> Response:
-    _require_host()
+    require_host()
     session = desk().current()
     table = live_table()
     return jsonify(
@@ -148,13 +149,13 @@ def state() -> Response:
 
 @bp.get("/api/calibrate/profiles")
 def profiles() -> Response:
-    _require_host()
+    require_host()
     return jsonify(profiles=[e.to_json() for e in desk().library.entries()], active=desk().library.active_name())
 
 
 @bp.post("/api/calibrate/profiles/<name>/activate")
 def activate(name: str) -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
 
     def work() -> dict[str, Any]:
         path = desk().library.activate(name)
@@ -171,8 +172,8 @@ def activate(name: str) -> Response | tuple[Response, int]:
 
 @bp.post("/api/calibrate/start")
 def start() -> Response | tuple[Response, int]:
-    _require_host()
-    body = _body(required=False)
+    require_host()
+    body = json_object(required=False)
     _only(body, {"name"})
     name = body.get("name", "table")
     return _answer(lambda: {"session": desk().start(name).state()})
@@ -180,23 +181,23 @@ def start() -> Response | tuple[Response, int]:
 
 @bp.post("/api/calibrate/camera")
 def camera_check() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(lambda: session.camera_check(_frame()))
 
 
 @bp.post("/api/calibrate/empty")
 def empty() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(lambda: session.capture_empty(_frame()))
 
 
 @bp.post("/api/calibrate/tray")
 def tray() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body()
+    body = json_object()
     _only(body, {"corners"})
     if "corners" not in body:
         abort(400, "the body needs 'corners': four [x, y] points in the empty-tray photo's pixels")
@@ -205,9 +206,9 @@ def tray() -> Response | tuple[Response, int]:
 
 @bp.post("/api/calibrate/exposure")
 def exposure() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body(required=False)
+    body = json_object(required=False)
     _only(body, {"relock"})
     relock = _flag(body, "relock", False)
     table = live_table()
@@ -218,9 +219,9 @@ def exposure() -> Response | tuple[Response, int]:
 
 @bp.post("/api/calibrate/roll")
 def roll() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body()
+    body = json_object()
     _only(body, {"dice"})
     dice = body.get("dice")
     if dice not in ("tossup", "tallyup"):
@@ -230,32 +231,32 @@ def roll() -> Response | tuple[Response, int]:
 
 @bp.post("/api/calibrate/confirm")
 def confirm() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body()
+    body = json_object()
     _only(body, {"shot", "dice"})
     return _answer(lambda: session.confirm(body.get("shot"), body.get("dice")))
 
 
 @bp.post("/api/calibrate/teach")
 def teach() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(session.learn_tally)
 
 
 @bp.post("/api/calibrate/check")
 def run_check() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(session.run_check)
 
 
 @bp.post("/api/calibrate/save")
 def save() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body(required=False)
+    body = json_object(required=False)
     _only(body, {"activate"})
     activate_it = _flag(body, "activate", True)
 

@@ -11,8 +11,9 @@ from flask import Blueprint, Response, abort, current_app, jsonify, request, sen
 
 from scorekeeper.table.live import PHOTO_DIR, LiveError, LiveTable
 from scorekeeper.table.preview import BOUNDARY, multipart, placeholder
-from scorekeeper.web.api import _body, _require_host
-from scorekeeper.web.app import LIVE_EXTENSION
+from scorekeeper.web.access import require_host
+from scorekeeper.web.bodies import json_object
+from scorekeeper.web.context import live_table
 
 log = logging.getLogger(__name__)
 
@@ -20,12 +21,6 @@ bp = Blueprint("live", __name__)
 
 _PHOTO_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}\.jpg$")
 NO_CAMERA = "no camera: dicetray serve was started without --source or --demo; enter rolls by hand"
-
-
-def live_table() -> LiveTable | None:
-    """The current app's live table, or None when no camera is configured."""
-    table: LiveTable | None = current_app.extensions.get(LIVE_EXTENSION)
-    return table
 
 
 def _require_live() -> LiveTable:
@@ -70,9 +65,9 @@ def state() -> Response:
 
 @bp.post("/api/live/target")
 def select_target() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     table = _require_live()
-    body = _body()
+    body = json_object()
     game = body.get("game")
     if game is not None and not isinstance(game, str):
         abort(400, "'game' must be a game id, or null for the most recently played unfinished game")
@@ -85,9 +80,9 @@ def select_target() -> Response | tuple[Response, int]:
 
 @bp.post("/api/live/pending/<pending_id>")
 def resolve_pending(pending_id: str) -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     table = _require_live()
-    body = _body()
+    body = json_object()
     unknown = set(body) - {"action", "dice"}
     if unknown:
         abort(400, f"unknown field(s) {sorted(unknown)}; expected action and dice")

@@ -9,7 +9,7 @@ from typing import Iterator
 from flask import Blueprint, Response, current_app, request
 
 from scorekeeper.table.live import LiveTable
-from scorekeeper.web.app import LIVE_EXTENSION, scoreboard
+from scorekeeper.web.context import live_table, scoreboard
 from scorekeeper.web.broker import StreamClosed, StreamMessage
 from scorekeeper.web.service import Scoreboard
 
@@ -31,7 +31,7 @@ def stream(game_id: str) -> Response:
     board.get(game_id)  # an unknown game 404s before any stream starts
     heartbeat = float(current_app.config["HEARTBEAT_SECONDS"])
     retry = int(current_app.config["RETRY_MS"])
-    live: LiveTable | None = current_app.extensions.get(LIVE_EXTENSION)
+    live = live_table()
     body = _events(board, game_id, _last_event_id(), heartbeat, retry, live)
     response = Response(body, mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
