@@ -10,7 +10,7 @@ from flask import Blueprint, Response, abort, current_app, jsonify, request, url
 
 from scorekeeper.store import LoadedGame
 from scorekeeper.web.access import caller, require_host, require_player_of
-from scorekeeper.web.bodies import json_object
+from scorekeeper.web.bodies import Choice, Join, NewEvent, NewGame, VersionOnly, body
 from scorekeeper.web.context import scoreboard
 from scorekeeper.web.stats import game_stats
 from scorekeeper.web.views import summary
@@ -18,32 +18,6 @@ from scorekeeper.web.views import summary
 log = logging.getLogger(__name__)
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-
-
-# -- request helpers ---------------------------------------------------------------
-
-
-def _version(body: dict[str, Any]) -> int | None:
-    version = body.get("version")
-    if version is None:
-        return None
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        abort(400, f"'version' must be a whole number (the version the device last saw), got {version!r}")
-    return version
-
-
-def _event(body: dict[str, Any]) -> dict[str, Any]:
-    event = body.get("event")
-    if not isinstance(event, dict):
-        abort(400, "the body needs 'event': a JSON object such as {\"type\": \"roll\", ...}")
-    return event
-
-
-def _reading(body: dict[str, Any]) -> dict[str, Any] | None:
-    reading = body.get("reading")
-    if reading is not None and not isinstance(reading, dict):
-        abort(400, "'reading', when given, must be a JSON object")
-    return reading
 
 
 def _game_json(loaded: LoadedGame) -> dict[str, Any]:
@@ -61,18 +35,8 @@ def list_games() -> Response:
 @bp.post("/games")
 def create_game() -> tuple[Response, int]:
     require_host()
-    body = json_object()
-    game, players, options = body.get("game"), body.get("players"), body.get("options", {})
-    if not isinstance(game, str):
-        abort(400, "'game' must be \"tossup\" or \"tallyup\"")
-    if not isinstance(players, list):
-        abort(400, "'players' must be a list of names")
-    if not isinstance(options, dict):
-        abort(400, "'options', when given, must be a JSON object")
-    unknown = set(body) - {"game", "players", "options"}
-    if unknown:
-        abort(400, f"unknown field(s) {sorted(unknown)}; expected game, players, options")
-    loaded = scoreboard().create(game, players, options)
+    new = body(NewGame)
+    loaded = scoreboard().create(new.game, list(new.players), new.options.given())
     response = jsonify(_game_json(loaded))
     response.headers["Location"] = url_for("api.get_game", game_id=loaded.record.id)
     return response, 201
@@ -94,17 +58,15 @@ def post_event(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)  # 404 before 401 keeps the errors about the game first
     who, player = require_player_of(game_id)
-    body = json_object()
-    event = _event(body)
-    version = _version(body)
+    sent = body(NewEvent)
     if not who.host:
         # A player's own decision here is only the Tally Up! shout in their own name.
-        if event.get("type") != "tally_up" or event.get("player") != player:
+        if sent.event.get("type") != "tally_up" or sent.event.get("player") != player:
             abort(403, f"a player's device may only shout Tally Up! for {player}; "
                        "other events come from the table (host)")
-        if "reading" in body:
+        if "reading" in sent.model_fields_set:
             abort(403, "only the table may send scanner readings")
-    loaded = board.append(game_id, event, version, _reading(body))
+    loaded = board.append(game_id, sent.event, sent.version, sent.reading)
     return jsonify(version=loaded.version, state=loaded.state())
 
 
@@ -113,7 +75,7 @@ def undo(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)
     require_host()
-    loaded = board.undo(game_id, _version(json_object(required=False)))
+    loaded = board.undo(game_id, body(VersionOnly, required=False).version)
     return jsonify(version=loaded.version, state=loaded.state())
 
 
@@ -122,8 +84,8 @@ def edit_event(game_id: str, index: int) -> Response:
     board = scoreboard()
     board.get(game_id)
     require_host()
-    body = json_object()
-    loaded = board.edit(game_id, index, _event(body), _version(body), _reading(body))
+    sent = body(NewEvent)
+    loaded = board.edit(game_id, index, sent.event, sent.version, sent.reading)
     return jsonify(version=loaded.version, state=loaded.state())
 
 
@@ -150,26 +112,22 @@ def post_choice(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)
     who, player = require_player_of(game_id)
-    body = json_object()
-    choice = body.get("choice")
-    if choice not in ("in", "out"):
-        abort(400, "'choice' must be \"in\" or \"out\"")
-    named = body.get("player")
+    sent = body(Choice)
     if who.host:
-        if not isinstance(named, str):
+        if sent.player is None:
             abort(400, "the host must name the 'player' whose choice this is")
-        player = named
-    elif named is not None and named != player:
+        player = sent.player
+    elif sent.player is not None and sent.player != player:
         abort(403, f"this device may only choose for {player}")
     assert player is not None
-    result = board.choose(game_id, player, choice, _version(body))
+    result = board.choose(game_id, player, sent.choice, sent.version)
     return jsonify(
         version=result.loaded.version,
         state=result.loaded.state(),
         revealed=result.revealed,
         out=result.out,
         secret=result.progress.as_json() if result.progress else None,
-        mine=None if result.revealed else choice,
+        mine=None if result.revealed else sent.choice,
     )
 
 
@@ -215,7 +173,7 @@ def join_info(code: str) -> Response:
 def join(code: str) -> Response:
     board = scoreboard()
     record = board.find_by_code(code)
-    player = json_object().get("player")
+    player = body(Join).player
     if player not in record.players:
         abort(400, f"'player' must be one of {record.players}")
     token = board.auth.player_token(record.id, record.players.index(player), player)

@@ -36,6 +36,11 @@ class Caller:
         return not self.host and self.seat is None
 
 
+def is_small_number(text: str, digits: int) -> bool:
+    """ASCII digits only, at most `digits` of them: int() of it can neither fail nor take long."""
+    return 0 < len(text) <= digits and text.isascii() and text.isdigit()
+
+
 def new_join_code(taken: set[str]) -> str:
     while True:
         code = "".join(secrets.choice(JOIN_ALPHABET) for _ in range(JOIN_CODE_LENGTH))
@@ -72,7 +77,7 @@ class Auth:
         if hmac.compare_digest(token.encode(), self.host_token.encode()):
             return Caller(host=True)
         parts = token.split(".")
-        if len(parts) != 4 or parts[0] != _PLAYER_PREFIX or not parts[2].isdigit():
+        if len(parts) != 4 or parts[0] != _PLAYER_PREFIX or not is_small_number(parts[2], 3):
             return Caller(bad_token=True)
         game_id, seat = parts[1], int(parts[2])
         players = players_of(game_id)

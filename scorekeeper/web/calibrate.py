@@ -21,7 +21,15 @@ from calibration.library import ProfileLibrary
 from calibration.profile import ProfileError
 from calibration.session import CalibrationError, CalibrationSession
 from scorekeeper.web.access import require_host
-from scorekeeper.web.bodies import json_object
+from scorekeeper.web.bodies import (
+    CalibrationConfirm,
+    CalibrationExposure,
+    CalibrationRoll,
+    CalibrationSave,
+    CalibrationStart,
+    CalibrationTray,
+    body,
+)
 from scorekeeper.web.context import live_table
 
 log = logging.getLogger(__name__)
@@ -110,19 +118,6 @@ def _answer(work: Any) -> Response | tuple[Response, int]:
         return jsonify(error=str(error)), 400
 
 
-def _only(body: dict[str, Any], allowed: set[str]) -> None:
-    unknown = set(body) - allowed
-    if unknown:
-        abort(400, f"unknown field(s) {sorted(unknown)}; expected {sorted(allowed) or 'none'}")
-
-
-def _flag(body: dict[str, Any], key: str, default: bool) -> bool:
-    value = body.get(key, default)
-    if not isinstance(value, bool):
-        abort(400, f"'{key}' must be true or false")
-    return value
-
-
 # -- the page ------------------------------------------------------------------------------
 
 
@@ -173,9 +168,7 @@ def activate(name: str) -> Response | tuple[Response, int]:
 @bp.post("/api/calibrate/start")
 def start() -> Response | tuple[Response, int]:
     require_host()
-    body = json_object(required=False)
-    _only(body, {"name"})
-    name = body.get("name", "table")
+    name = body(CalibrationStart, required=False).name
     return _answer(lambda: {"session": desk().start(name).state()})
 
 
@@ -197,20 +190,15 @@ def empty() -> Response | tuple[Response, int]:
 def tray() -> Response | tuple[Response, int]:
     require_host()
     session = desk().session()
-    body = json_object()
-    _only(body, {"corners"})
-    if "corners" not in body:
-        abort(400, "the body needs 'corners': four [x, y] points in the empty-tray photo's pixels")
-    return _answer(lambda: session.set_tray(body["corners"]))
+    corners = body(CalibrationTray).corners
+    return _answer(lambda: session.set_tray(corners))
 
 
 @bp.post("/api/calibrate/exposure")
 def exposure() -> Response | tuple[Response, int]:
     require_host()
     session = desk().session()
-    body = json_object(required=False)
-    _only(body, {"relock"})
-    relock = _flag(body, "relock", False)
+    relock = body(CalibrationExposure, required=False).relock
     table = live_table()
     if table is None:
         abort(409, NO_CAMERA)
@@ -221,11 +209,7 @@ def exposure() -> Response | tuple[Response, int]:
 def roll() -> Response | tuple[Response, int]:
     require_host()
     session = desk().session()
-    body = json_object()
-    _only(body, {"dice"})
-    dice = body.get("dice")
-    if dice not in ("tossup", "tallyup"):
-        abort(400, "'dice' must be \"tossup\" or \"tallyup\"")
+    dice = body(CalibrationRoll).dice
     return _answer(lambda: session.capture_roll(_frame(), dice))
 
 
@@ -233,9 +217,8 @@ def roll() -> Response | tuple[Response, int]:
 def confirm() -> Response | tuple[Response, int]:
     require_host()
     session = desk().session()
-    body = json_object()
-    _only(body, {"shot", "dice"})
-    return _answer(lambda: session.confirm(body.get("shot"), body.get("dice")))
+    sent = body(CalibrationConfirm)
+    return _answer(lambda: session.confirm(sent.shot, sent.dice))
 
 
 @bp.post("/api/calibrate/teach")
@@ -256,9 +239,7 @@ def run_check() -> Response | tuple[Response, int]:
 def save() -> Response | tuple[Response, int]:
     require_host()
     session = desk().session()
-    body = json_object(required=False)
-    _only(body, {"activate"})
-    activate_it = _flag(body, "activate", True)
+    activate_it = body(CalibrationSave, required=False).activate
 
     def work() -> dict[str, Any]:
         path = session.save(desk().library, activate=activate_it)

@@ -12,7 +12,7 @@ from flask import Blueprint, Response, abort, current_app, jsonify, request, sen
 from scorekeeper.table.live import PHOTO_DIR, LiveError, LiveTable
 from scorekeeper.table.preview import BOUNDARY, multipart, placeholder
 from scorekeeper.web.access import require_host
-from scorekeeper.web.bodies import json_object
+from scorekeeper.web.bodies import LiveTarget, ResolvePending, body
 from scorekeeper.web.context import live_table
 
 log = logging.getLogger(__name__)
@@ -67,12 +67,8 @@ def state() -> Response:
 def select_target() -> Response | tuple[Response, int]:
     require_host()
     table = _require_live()
-    body = json_object()
-    game = body.get("game")
-    if game is not None and not isinstance(game, str):
-        abort(400, "'game' must be a game id, or null for the most recently played unfinished game")
     try:
-        target = table.select(game)
+        target = table.select(body(LiveTarget).game)
     except LiveError as error:
         return jsonify(error=str(error)), error.status
     return jsonify(target=target)
@@ -82,12 +78,9 @@ def select_target() -> Response | tuple[Response, int]:
 def resolve_pending(pending_id: str) -> Response | tuple[Response, int]:
     require_host()
     table = _require_live()
-    body = json_object()
-    unknown = set(body) - {"action", "dice"}
-    if unknown:
-        abort(400, f"unknown field(s) {sorted(unknown)}; expected action and dice")
+    sent = body(ResolvePending)
     try:
-        loaded = table.resolve(pending_id, body.get("action"), body.get("dice"))
+        loaded = table.resolve(pending_id, sent.action, sent.dice)
     except LiveError as error:
         payload: dict[str, Any] = {"error": str(error)}
         if error.problems:

@@ -10,6 +10,7 @@ from flask import Blueprint, Response, current_app, request
 
 from scorekeeper.table.live import LiveTable
 from scorekeeper.web.context import live_table, scoreboard
+from scorekeeper.web.auth import is_small_number
 from scorekeeper.web.broker import StreamClosed, StreamMessage
 from scorekeeper.web.service import Scoreboard
 
@@ -20,8 +21,8 @@ bp = Blueprint("stream", __name__, url_prefix="/api")
 
 def _last_event_id() -> int | None:
     raw = request.headers.get("Last-Event-ID") or request.args.get("last_event_id")
-    if raw is None or not raw.strip().isdigit():
-        return None
+    if raw is None or not is_small_number(raw.strip(), 18):
+        return None  # not an id this server sent: start from a snapshot
     return int(raw.strip())
 
 
