@@ -283,7 +283,7 @@ def test_join_by_code(client, app, host):
     game = start_game(client, "tallyup", ["Ann", "Bob"])
     invite = client.get(f"/api/games/{game['id']}/invite", headers=host).get_json()
     code = invite["code"]
-    assert len(code) == 4
+    assert len(code) == 8
     assert invite["url"].endswith(f"/join/{code}")
     assert invite["svg"].startswith("<svg")
     info = client.get(f"/api/join/ {code.lower()} ").get_json()

@@ -127,7 +127,7 @@ def _start(tablet: Device, game: str, players: list[str], shots: str | None = No
         tablet.shot(shots)
     page.click("#start")
     page.wait_for_url("**/games/*")
-    tablet.expect(page.locator("#joincode")).to_have_text(re.compile(r"^[A-Z]{4}$"))
+    tablet.expect(page.locator("#joincode")).to_have_text(re.compile(r"^[A-Z]{8}$"))
     return page.url.rstrip("/").rsplit("/", 1)[1]
 
 

@@ -27,7 +27,7 @@ def test_help_lists_serve_and_bench():
 
 
 def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):
-    env = {**os.environ, "DICETRAY_HOST_TOKEN": "from-env-token", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "DICETRAY_HOST_TOKEN": "from-env-token-0123", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "scorekeeper.cli", "serve", "--host", "127.0.0.1", "--port", "0",
          "--data", str(tmp_path / "data")],
@@ -41,13 +41,13 @@ def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):
             if line.startswith("Host (table) URL"):
                 break
         host_line = lines[-1]
-        assert host_line.rstrip().endswith("?host=from-env-token"), lines
+        assert host_line.rstrip().endswith("?host=from-env-token-0123"), lines
         base = host_line.split(": ", 1)[1].split("/?host=")[0]
         assert base.startswith("http://127.0.0.1:")
         request = urllib.request.Request(
             f"{base}/api/games", method="POST",
             data=json.dumps({"game": "tossup", "players": ["Ann", "Bob"]}).encode(),
-            headers={"Authorization": "Bearer from-env-token", "Content-Type": "application/json"},
+            headers={"Authorization": "Bearer from-env-token-0123", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status == 201

@@ -10,7 +10,7 @@ from scorekeeper.web.context import scoreboard
 
 def caller() -> Caller:
     board = scoreboard()
-    return board.auth.identify(request.headers.get("Authorization"), board.players_of)
+    return board.auth.identify(request.headers.get("Authorization"), board.held_seat)
 
 
 def require_host() -> Caller:
@@ -31,6 +31,4 @@ def require_player_of(game_id: str) -> tuple[Caller, str | None]:
         abort(401, "join the game first (or use the host token)")
     if who.game_id != game_id:
         abort(403, "this player token belongs to another game")
-    players = scoreboard().players_of(game_id) or []
-    assert who.seat is not None
-    return who, players[who.seat]
+    return who, who.player

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import segno
 from flask import Blueprint, Response, abort, current_app, jsonify, request, url_for
 
-from scorekeeper.store import LoadedGame
+from scorekeeper.store import GameNotFound, GameRecord, LoadedGame
 from scorekeeper.web.access import caller, require_host, require_player_of
 from scorekeeper.web.bodies import Choice, Join, NewEvent, NewGame, VersionOnly, body
 from scorekeeper.web.context import scoreboard
+from scorekeeper.web.service import SeatHeld
 from scorekeeper.web.stats import game_stats
 from scorekeeper.web.views import summary
 
@@ -163,22 +165,69 @@ def invite(game_id: str) -> Response:
     return jsonify(code=code, url=url, svg=svg)
 
 
+def _record_by_code(code: str) -> GameRecord:
+    """The game in progress with this join code; 404 for a wrong one, 429 after too many."""
+    board = scoreboard()
+    client = request.remote_addr or "?"
+    wait = board.join_tries.wait(client)
+    if wait > 0:
+        response = jsonify(error=f"too many wrong join codes from this device: try again in {math.ceil(wait)} s")
+        response.status_code = 429
+        response.headers["Retry-After"] = str(math.ceil(wait))
+        abort(response)
+    try:
+        return board.find_by_code(code)
+    except GameNotFound:
+        board.join_tries.failed(client)
+        raise
+
+
 @bp.get("/join/<code>")
 def join_info(code: str) -> Response:
-    record = scoreboard().find_by_code(code)
+    record = _record_by_code(code)
     return jsonify(id=record.id, game=record.game, players=record.players)
 
 
 @bp.post("/join/<code>")
-def join(code: str) -> Response:
+def join(code: str) -> Response | tuple[Response, int]:
     board = scoreboard()
-    record = board.find_by_code(code)
+    record = _record_by_code(code)
     player = body(Join).player
     if player not in record.players:
         abort(400, f"'player' must be one of {record.players}")
-    token = board.auth.player_token(record.id, record.players.index(player), player)
+    try:
+        token = board.join(record, player, caller())
+    except SeatHeld as error:
+        return jsonify(error=str(error), held=True), 409
     log.info("a device joined game %s as %s", record.id, player)
     return jsonify(id=record.id, game=record.game, player=player, token=token)
+
+
+@bp.get("/games/<game_id>/seats")
+def seats(game_id: str) -> Response:
+    board = scoreboard()
+    record = board.get(game_id).record
+    require_host()
+    return jsonify(seats=[{"seat": seat, "player": name, "held": board.held_seat(game_id, seat) is not None}
+                          for seat, name in enumerate(record.players)])
+
+
+@bp.delete("/games/<game_id>/seats/<int:seat>")
+def leave_seat(game_id: str, seat: int) -> Response:
+    """The holder gives its seat up, or the host frees it (for a new phone, say)."""
+    board = scoreboard()
+    record = board.get(game_id).record
+    who = caller()
+    if not who.host and not (who.game_id == game_id and who.seat == seat):
+        if who.anonymous:
+            abort(401, "only the device holding this seat, or the host, may free it")
+        abort(403, "a device may only leave its own seat")
+    if seat >= len(record.players):
+        abort(404, f"game {game_id} has seats 0 to {len(record.players) - 1}")
+    freed = board.seats.release(game_id, seat)
+    log.info("seat %s (%s) of game %s freed by %s", seat, record.players[seat], game_id,
+             "the host" if who.host else "its holder")
+    return jsonify(seat=seat, player=record.players[seat], held=False, freed=freed)
 
 
 @bp.get("/whoami")
@@ -187,8 +236,7 @@ def whoami() -> Response:
     if who.host:
         return jsonify(role="host")
     if who.seat is not None and who.game_id is not None:
-        players = scoreboard().players_of(who.game_id) or []
-        return jsonify(role="player", game=who.game_id, player=players[who.seat])
+        return jsonify(role="player", game=who.game_id, player=who.player)
     if who.bad_token:
         abort(401, "this token is not valid (the server may have restarted: join again)")
     return jsonify(role="watcher")

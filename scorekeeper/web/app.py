@@ -17,7 +17,7 @@ from scorekeeper.paths import default_data_dir
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, GameStore, VersionConflict
 from scorekeeper.web import api, calibrate, live, pages, stream
-from scorekeeper.web.auth import Auth
+from scorekeeper.web.auth import Auth, weak_host_token
 from scorekeeper.web.broker import Broker
 from scorekeeper.web.context import EXTENSION, LIVE_EXTENSION
 from scorekeeper.web.service import Scoreboard
@@ -57,6 +57,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.config.from_mapping(config)
     if not app.config["HOST_TOKEN"]:
         app.config["HOST_TOKEN"] = secrets.token_urlsafe(12)
+    weak = weak_host_token(str(app.config["HOST_TOKEN"]))
+    if weak:
+        raise ConfigError(f"HOST_TOKEN: {weak}")
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = secrets.token_hex(32)
     data_dir = Path(app.config["DATA_DIR"] or default_data_dir())
