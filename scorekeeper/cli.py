@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import signal
 import sys
@@ -30,8 +31,10 @@ def main() -> None:
               help="Port to listen on (0 picks a free one).")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Data directory (default: $DICETRAY_DATA_DIR or ~/.local/share/dicetray; the demo uses its demo/ folder).")
-@click.option("--host-token", envvar="DICETRAY_HOST_TOKEN", default=None, show_envvar=True,
-              help="Token for host actions (default: a new random one each start).")
+@click.option("--host-token-file", envvar="DICETRAY_HOST_TOKEN_FILE", show_envvar=True, default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="File holding the token for host actions, at least 16 characters (or set $DICETRAY_HOST_TOKEN; "
+                   "default: a new random one each start). Never on the command line: `ps` shows it to everyone.")
 @click.option("--threads", default=64, show_default=True, type=click.IntRange(64, 1024),
               help="Worker threads; every open live page holds one.")
 @click.option("--source", envvar="DICETRAY_SOURCE", show_envvar=True, default=None,
@@ -43,7 +46,7 @@ def main() -> None:
 @click.option("--profile", envvar="DICETRAY_PROFILE", show_envvar=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Calibration profile for the scanner.")
-def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, threads: int,
+def serve(host: str, port: int, data_dir: Path | None, host_token_file: Path | None, threads: int,
           source: str | None, demo: bool, dice_set: str | None, profile: Path | None) -> None:
     """Serve the scoreboard (table, phones, history) with waitress, and score from the camera."""
     from waitress import create_server
@@ -57,6 +60,7 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     from scorekeeper.web.server import lan_address
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.umask(0o077)  # games, roll photos and profiles: readable by this user only
     if demo and source:
         raise click.UsageError("use either --demo or --source, not both")
     live_source: object = source
@@ -83,7 +87,7 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
         from calibration.library import ProfileLibrary
 
         profile = ProfileLibrary(data_dir or default_data_dir()).active_path()
-    token = host_token or secrets.token_urlsafe(12)
+    token = _host_token(host_token_file) or secrets.token_urlsafe(12)
     config = {"DATA_DIR": data_dir, "HOST_TOKEN": token, "LIVE_SOURCE": live_source,
               "LIVE_DICE": dice_set, "LIVE_PROFILE": profile}
     try:
@@ -131,6 +135,19 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     # Stopped: a late signal must not kill the interpreter on its way out (exit status 0).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _host_token(path: Path | None) -> str | None:
+    """The host token from --host-token-file or $DICETRAY_HOST_TOKEN (checked by create_app)."""
+    from_env = os.environ.get("DICETRAY_HOST_TOKEN") or None
+    if path is None:
+        return from_env
+    if from_env:
+        raise click.UsageError("set either DICETRAY_HOST_TOKEN or --host-token-file, not both")
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError) as error:
+        raise click.ClickException(f"cannot read the host token from {path}: {error}") from error
 
 
 def _demo_game(board: object) -> None:

@@ -23,7 +23,7 @@ def test_help_lists_serve_and_bench():
     assert result.exit_code == 0
     assert "serve" in result.output and "bench" in result.output
     result = CliRunner().invoke(main, ["serve", "--help"])
-    assert "--host-token" in result.output and "DICETRAY_HOST_TOKEN" in result.output
+    assert "--host-token-file" in result.output and "DICETRAY_HOST_TOKEN" in result.output
 
 
 def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):

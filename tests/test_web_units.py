@@ -111,11 +111,14 @@ def test_serve_command_wiring(monkeypatch, tmp_path: Path):
         return made["server"]
 
     handlers: dict = {}
+    token_file = tmp_path / "host-token"
+    token_file.write_text("tok-0123456789abcdef\n")
+    monkeypatch.delenv("DICETRAY_HOST_TOKEN", raising=False)
     monkeypatch.setattr("waitress.create_server", fake_create_server)
     monkeypatch.setattr("scorekeeper.cli.signal.signal", lambda sig, handler: handlers.setdefault(sig, handler))
     result = CliRunner().invoke(
         __import__("scorekeeper.cli", fromlist=["main"]).main,
-        ["serve", "--data", str(tmp_path), "--host-token", "tok-0123456789abcdef", "--threads", "80"],
+        ["serve", "--data", str(tmp_path), "--host-token-file", str(token_file), "--threads", "80"],
     )
     assert result.exit_code == 0, result.output
     assert made["threads"] == 80 and made["host"] == "0.0.0.0" and made["port"] == 8000

@@ -41,6 +41,17 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType({
 })
 #: Prefixes of dicetray's own settings: a key with one of them that is not in DEFAULTS is a typo.
 _OWN_PREFIXES = ("LIVE_", "PREVIEW_", "STREAM_", "HEARTBEAT_", "RETRY_", "REPLAY_")
+#: Sent with every response. Scripts and styles come only from /static (the style attributes in
+#: the templates are the one inline part, harmless without inline script); nothing may frame a
+#: page (a hostile site cannot overlay the host's buttons); links leak no URL with a token in it.
+SECURITY_HEADERS: Mapping[str, str] = MappingProxyType({
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; "
+                               "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+})
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -63,6 +74,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = secrets.token_hex(32)
     data_dir = Path(app.config["DATA_DIR"] or default_data_dir())
+    # Only the server's user may read the games, photos and profiles.
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     app.config["DATA_DIR"] = data_dir
     secret = app.config["SECRET_KEY"]
     board = Scoreboard(
@@ -91,6 +104,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_error_handler(RuleError, _illegal)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
+    app.after_request(_secure)
     app.jinja_env.globals["version"] = __version__
     if table is not None:
         table.start()
@@ -105,6 +119,12 @@ def end_streams(app: Flask) -> None:
     table = app.extensions.get(LIVE_EXTENSION)
     if table is not None:
         table.preview.close()
+
+
+def _secure(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
 
 
 def _wants_json() -> bool:
