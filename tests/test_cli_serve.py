@@ -64,10 +64,14 @@ def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):
 
 
 def test_bench_web_reports_median_and_p95():
-    result = CliRunner().invoke(main, ["bench", "web", "--clients", "3", "--events", "4", "--timeout", "30"])
+    result = CliRunner().invoke(main, ["bench", "web", "--streams", "3", "--half-open", "2", "--events", "4",
+                                       "--api-requests", "5", "--reload-tabs", "2", "--games", "2", "--timeout", "30"])
     assert result.exit_code == 0, result.output
-    assert "3 stream clients, 4 events" in result.output
-    assert "median" in result.output and "p95" in result.output
+    assert "3 stream clients, 2 half-open connections, 4 events" in result.output
+    assert "snapshots received: 5 of 5" in result.output
+    assert "API GET with the pages open: p50" in result.output and "(5 requests)" in result.output
+    assert "2 tabs reloading at once" in result.output and "pages without their snapshot: 0" in result.output
+    assert "after 2 games played and left" in result.output
 
 
 def test_bench_percentiles():

@@ -1,6 +1,7 @@
 """Property-based fuzzing of every route: whatever a client sends, the answer is 2xx-4xx, never a 5xx.
 
-The suite runs a few hundred generated requests; `DICETRAY_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py -s`
+The suite runs a few hundred generated requests through Flask, and a tenth as many raw ones through
+the served front (uvicorn, push.py); `DICETRAY_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz.py -s -o addopts=""`
 runs as many as asked and prints how many it sent.
 """
 
@@ -120,3 +121,52 @@ def test_no_request_gets_a_5xx_or_leaves_a_traceback(fuzz_app, caplog: pytest.Lo
     assert not tracebacks, [record.getMessage() for record in tracebacks]
     assert len(sent) >= EXAMPLES
     print(f"fuzz: {len(sent)} requests, {sum(code >= 500 for code in sent)} answered 5xx")
+
+
+def test_the_served_front_answers_raw_requests_below_500(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Through uvicorn and push.py (streams, body limits) with raw request lines and headers."""
+    import socket
+
+    from scorekeeper.web.server import WebServer
+
+    app = create_app({"DATA_DIR": tmp_path / "data", "HOST_TOKEN": HOST, "HEARTBEAT_SECONDS": 0.05,
+                      "MAX_CONTENT_LENGTH": 8192})
+    server = WebServer(app, threads=4).start()
+    client = app.test_client()
+    gid = client.post("/api/games", json={"game": "tossup", "players": ["Ann", "Bob"]},
+                      headers={"Authorization": f"Bearer {HOST}"}).get_json()["id"]
+    statuses: list[int] = []
+    header_text = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=20)
+
+    @settings(max_examples=max(30, EXAMPLES // 10), deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(method=st.sampled_from(["GET", "POST", "HEAD", "PUT"]),
+           target=st.one_of(st.just(gid), SEGMENTS).map(lambda g: f"/api/games/{quote(g, safe='')}/stream"),
+           query=st.one_of(st.just(""), ODD_NUMBERS.map(lambda n: "?last_event_id=" + quote(n))),
+           headers=st.dictionaries(st.sampled_from(["Last-Event-ID", "Content-Length", "Authorization", "X-A"]),
+                                   st.one_of(ODD_NUMBERS, header_text), max_size=3))
+    def one_request(method: str, target: str, query: str, headers: dict[str, str]) -> None:
+        lines = [f"{method} {target}{query} HTTP/1.1", "Host: 127.0.0.1", "Connection: close"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("utf-8"))  # raw bytes, as any client may
+            head = b""
+            while b"\r\n" not in head:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                head += chunk
+        status = int(head.split(b" ", 2)[1])
+        assert 200 <= status < 500, (lines, head[:200])
+        statuses.append(status)
+
+    try:
+        with caplog.at_level(logging.WARNING):
+            one_request()
+    finally:
+        server.stop()
+        app.extensions["dicetray"].close()
+    errors = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert not errors, [r.getMessage() for r in errors]
+    assert statuses and app.extensions["dicetray"].broker.subscriber_count() == 0
+    print(f"fuzz through the server: {len(statuses)} requests, {sum(code >= 500 for code in statuses)} answered 5xx")

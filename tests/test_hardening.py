@@ -17,6 +17,11 @@ from tests.conftest import start_game
 PLACEHOLDER = "change-me-to-a-long-random-string"  # what deploy/dicetray.service used to ship
 
 
+@pytest.fixture(autouse=True)
+def _keep_this_processes_umask(monkeypatch):
+    monkeypatch.setattr("scorekeeper.cli.os.umask", lambda mask: 0o022)
+
+
 def test_the_unit_files_placeholder_token_is_refused_at_start(tmp_path: Path, monkeypatch):
     unit = (Path(__file__).parents[1] / "deploy" / "dicetray.service").read_text()
     assert "Environment=DICETRAY_HOST_TOKEN_FILE=" in unit and "Environment=DICETRAY_HOST_TOKEN=" not in unit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -89,48 +90,44 @@ def test_auth_rejects_malformed_tokens_and_weak_host_tokens():
 
 
 class _FakeServer:
-    effective_port = 4321
+    port = 4321
 
-    def __init__(self) -> None:
+    def __init__(self, app, host: str, port: int, threads: int) -> None:
+        self.app, self.host, self.asked_port, self.threads = app, host, port, threads
         self.ran = False
-        self.closed = False
+        self.server = SimpleNamespace(handle_exit=lambda sig, frame: None)
 
     def run(self) -> None:
         self.ran = True
 
-    def close(self) -> None:
-        self.closed = True
-
 
 def test_serve_command_wiring(monkeypatch, tmp_path: Path):
-    made: dict = {}
+    made: list[_FakeServer] = []
 
-    def fake_create_server(app, **kwargs):
-        made.update(kwargs, app=app)
-        made["server"] = _FakeServer()
-        return made["server"]
+    def fake_server(app, **kwargs):
+        made.append(_FakeServer(app, **kwargs))
+        return made[-1]
 
     handlers: dict = {}
     token_file = tmp_path / "host-token"
     token_file.write_text("tok-0123456789abcdef\n")
     monkeypatch.delenv("DICETRAY_HOST_TOKEN", raising=False)
-    monkeypatch.setattr("waitress.create_server", fake_create_server)
+    monkeypatch.setattr("scorekeeper.web.server.WebServer", fake_server)
     monkeypatch.setattr("scorekeeper.cli.signal.signal", lambda sig, handler: handlers.setdefault(sig, handler))
+    monkeypatch.setattr("scorekeeper.cli.os.umask", lambda mask: 0o022)  # not this test process's
     result = CliRunner().invoke(
         __import__("scorekeeper.cli", fromlist=["main"]).main,
         ["serve", "--data", str(tmp_path), "--host-token-file", str(token_file), "--threads", "80"],
     )
     assert result.exit_code == 0, result.output
-    assert made["threads"] == 80 and made["host"] == "0.0.0.0" and made["port"] == 8000
-    assert made["server"].ran
-    assert ":4321/?host=tok" in result.output and "stopping" in result.output
-    assert made["app"].config["PUBLIC_URL"].endswith(":4321")
-    # The signal handler ends open streams, then stops waitress's loop.
-    handler = next(iter(handlers.values()))
-    with pytest.raises(KeyboardInterrupt):
-        handler(15, None)
-    result = CliRunner().invoke(__import__("scorekeeper.cli", fromlist=["main"]).main, ["serve", "--threads", "8"])
-    assert result.exit_code != 0 and "8" in result.output
+    server = made[0]
+    assert server.threads == 80 and server.host == "0.0.0.0" and server.asked_port == 8000 and server.ran
+    assert ":4321/?host=tok-0123456789abcdef" in result.output and "stopping" in result.output
+    assert server.app.config["PUBLIC_URL"].endswith(":4321")
+    # Stop signals go to the server's handler: the first ends streams, later ones are logged.
+    assert set(handlers.values()) == {server.server.handle_exit}
+    result = CliRunner().invoke(__import__("scorekeeper.cli", fromlist=["main"]).main, ["serve", "--threads", "2"])
+    assert result.exit_code != 0 and "2" in result.output
 
 
 def test_lan_address_is_an_ipv4_address():

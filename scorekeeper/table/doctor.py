@@ -64,7 +64,7 @@ def check_python() -> CheckResult:
 def check_libraries() -> list[CheckResult]:
     results = []
     for module_name, dist in (("numpy", "numpy"), ("cv2", "opencv-python-headless"), ("flask", "flask"),
-                              ("waitress", "waitress")):
+                              ("uvicorn", "uvicorn"), ("a2wsgi", "a2wsgi"), ("pydantic", "pydantic")):
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:
