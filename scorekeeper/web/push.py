@@ -43,7 +43,7 @@ PREVIEW_THREADS = 8
 
 
 class PushApp:
-    """ASGI app: GET .../stream served here, other requests to the Flask app (`threads` workers)."""
+    """ASGI app: live streams and the camera preview served here, the rest by Flask (`threads` workers)."""
 
     def __init__(self, app: Flask, threads: int = 16) -> None:
         self.app = app
