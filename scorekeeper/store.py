@@ -145,7 +145,11 @@ class GameStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Created 0600 before SQLite opens it; SQLite gives its -wal and -shm files the same mode.
+        # A log that an older dicetray left readable by others is made private too.
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        for path in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            if path.exists() and path.stat().st_mode & 0o077:
+                path.chmod(0o600)
         self._clock = clock
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)

@@ -57,6 +57,15 @@ def test_data_files_are_private(tmp_path: Path):
         app.extensions["dicetray"].close()
 
 
+def test_a_game_log_left_readable_by_others_is_made_private(tmp_path: Path):
+    GameStore(tmp_path / "games.sqlite3").close()
+    (tmp_path / "games.sqlite3").chmod(0o644)
+    with GameStore(tmp_path / "games.sqlite3") as store:
+        store.create("tossup", ["Ann", "Bob"])
+    for path in tmp_path.glob("games.sqlite3*"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
 def test_pages_and_api_answers_carry_the_security_headers(client):
     game = start_game(client, "tossup", ["Ann", "Bob"])
     for url in ("/", f"/games/{game['id']}", f"/games/{game['id']}/player", "/play", "/api/games", "/nowhere"):
