@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
 import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 
 import click
 
@@ -31,10 +30,12 @@ def main() -> None:
               help="Port to listen on (0 picks a free one).")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Data directory (default: $DICETRAY_DATA_DIR or ~/.local/share/dicetray; the demo uses its demo/ folder).")
-@click.option("--host-token", envvar="DICETRAY_HOST_TOKEN", default=None, show_envvar=True,
-              help="Token for host actions (default: a new random one each start).")
-@click.option("--threads", default=64, show_default=True, type=click.IntRange(64, 1024),
-              help="Worker threads; every open live page holds one.")
+@click.option("--host-token-file", envvar="DICETRAY_HOST_TOKEN_FILE", show_envvar=True, default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="File holding the token for host actions, at least 16 characters (or set $DICETRAY_HOST_TOKEN; "
+                   "default: a new random one each start). Never on the command line: `ps` shows it to everyone.")
+@click.option("--threads", default=16, show_default=True, type=click.IntRange(4, 256),
+              help="Worker threads for pages and the API (open live pages hold none).")
 @click.option("--source", envvar="DICETRAY_SOURCE", show_envvar=True, default=None,
               help="Camera: picamera2, usb:N, a stream URL, a video file or a folder of photos "
                    "(default: the Raspberry Pi camera when one is found, else manual entry only).")
@@ -44,20 +45,20 @@ def main() -> None:
 @click.option("--profile", envvar="DICETRAY_PROFILE", show_envvar=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Calibration profile for the scanner.")
-def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, threads: int,
+def serve(host: str, port: int, data_dir: Path | None, host_token_file: Path | None, threads: int,
           source: str | None, demo: bool, dice_set: str | None, profile: Path | None) -> None:
-    """Serve the scoreboard (table, phones, history) with waitress, and score from the camera."""
-    from waitress import create_server
-
-    from scorekeeper.live import DEMO_SOURCE, ConfigError
-    from scorekeeper.live_sources import demo_source, find_camera
+    """Serve the scoreboard (table, phones, history) with uvicorn, and score from the camera."""
+    from scorekeeper.table.live import DEMO_SOURCE, ConfigError
+    from scorekeeper.table.sources import demo_source, find_camera
     from scorekeeper.paths import default_data_dir
     from scorekeeper.web import create_app
     from scanner.sources import SourceUnavailable
-    from scorekeeper.web.app import EXTENSION, end_streams
-    from scorekeeper.web.server import lan_address
+    from scorekeeper.web.app import EXTENSION
+    from scorekeeper.web.server import WebServer, lan_address
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.umask(0o077)  # games, roll photos and profiles: readable by this user only
+    _allow_many_connections()
     if demo and source:
         raise click.UsageError("use either --demo or --source, not both")
     live_source: object = source
@@ -84,7 +85,7 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
         from calibration.library import ProfileLibrary
 
         profile = ProfileLibrary(data_dir or default_data_dir()).active_path()
-    token = host_token or secrets.token_urlsafe(12)
+    token = _host_token(host_token_file) or secrets.token_urlsafe(12)
     config = {"DATA_DIR": data_dir, "HOST_TOKEN": token, "LIVE_SOURCE": live_source,
               "LIVE_DICE": dice_set, "LIVE_PROFILE": profile}
     try:
@@ -93,14 +94,14 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
         raise click.ClickException(str(error)) from error
     board = app.extensions[EXTENSION]
     try:
-        server = create_server(app, host=host, port=port, threads=threads, ident="dicetray")
+        server = WebServer(app, host=host, port=port, threads=threads)
     except OSError as error:
         board.close()  # the camera thread is running already
         raise click.ClickException(f"cannot listen on {host}:{port} ({error.strerror or error}): is dicetray serve "
                                    "already running? Stop it, or choose another --port") from error
     if demo:
         _demo_game(board)
-    actual_port = server.effective_port  # type: ignore[union-attr]
+    actual_port = server.port
     shown = lan_address() if host in ("0.0.0.0", "", "::") else host
     base = f"http://{shown}:{actual_port}"
     app.config["PUBLIC_URL"] = base
@@ -111,27 +112,36 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     click.echo(camera_note[:1].upper() + camera_note[1:])
     click.echo(f"Calibration profile: {profile}" if profile else "Calibration profile: none (built-in defaults)")
 
-    stopping = threading.Event()
-
-    def _stop(signum: int, frame: FrameType | None) -> None:
-        if stopping.is_set():
-            # A second Ctrl-C (or a signal sent both to `timeout` and to us): the orderly stop
-            # is under way; interrupting it would leave the camera's threads to a crashed exit.
-            log.info("already stopping (signal %s)", signum)
-            return
-        stopping.set()
-        # Open streams would keep their threads busy; end them so waitress can shut down.
-        end_streams(app)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    server.run()  # returns after SIGINT/SIGTERM (waitress swallows the KeyboardInterrupt)
+    # The first SIGINT/SIGTERM ends open streams and stops; later ones, even after the server
+    # has stopped and while the camera's threads finish, are only logged (exit status 0).
+    signal.signal(signal.SIGTERM, server.server.handle_exit)
+    signal.signal(signal.SIGINT, server.server.handle_exit)
+    server.run()
     click.echo("stopping")
     board.close()
-    # Stopped: a late signal must not kill the interpreter on its way out (exit status 0).
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _allow_many_connections() -> None:
+    """Raise the open-file limit to its maximum: every open live page is a socket."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65536 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+def _host_token(path: Path | None) -> str | None:
+    """The host token from --host-token-file or $DICETRAY_HOST_TOKEN (checked by create_app)."""
+    from_env = os.environ.get("DICETRAY_HOST_TOKEN") or None
+    if path is None:
+        return from_env
+    if from_env:
+        raise click.UsageError("set either DICETRAY_HOST_TOKEN or --host-token-file, not both")
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError) as error:
+        raise click.ClickException(f"cannot read the host token from {path}: {error}") from error
 
 
 def _demo_game(board: object) -> None:
@@ -152,7 +162,7 @@ def _demo_game(board: object) -> None:
               help="The calibration profile serve will use.")
 def doctor(data_dir: Path | None, source: str | None, profile: Path | None) -> None:
     """Check what usually goes wrong on a Pi: camera, libraries, data directory, profile, disk."""
-    from scorekeeper.live_doctor import run_checks
+    from scorekeeper.table.doctor import run_checks
     from scorekeeper.paths import default_data_dir
 
     results = run_checks(data_dir or default_data_dir(), source=source, profile=profile)
@@ -174,23 +184,50 @@ def bench() -> None:
 
 
 @bench.command("web")
-@click.option("--clients", default=50, show_default=True, type=click.IntRange(1, 500),
-              help="Concurrent stream clients.")
+@click.option("--streams", "clients", default=50, show_default=True, type=click.IntRange(1, 5000),
+              help="Open live pages (server-sent event streams) on one game.")
+@click.option("--half-open", default=0, show_default=True, type=click.IntRange(0, 5000),
+              help="Connections that send half a request and stall.")
 @click.option("--events", default=100, show_default=True, type=click.IntRange(1, 10000),
-              help="Events to post, one after another.")
+              help="Events to post, one after another; each is timed until every page has it.")
+@click.option("--api-requests", default=200, show_default=True, type=click.IntRange(1, 100000),
+              help="API requests (GET .../view) timed while the pages are open.")
+@click.option("--reload-tabs", default=0, show_default=True, type=click.IntRange(0, 5000),
+              help="Extra pages that all reload at once, a few rounds, while the API is timed.")
+@click.option("--games", default=0, show_default=True, type=click.IntRange(0, 100000),
+              help="Games to play and leave afterwards, to measure the server's memory.")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(1, 600),
               help="Give up after this many seconds.")
-def bench_web(clients: int, events: int, timeout: float) -> None:
-    """Time from an accepted event to every open stream having it (loopback only)."""
+def bench_web(clients: int, half_open: int, events: int, api_requests: int, reload_tabs: int, games: int,
+              timeout: float) -> None:
+    """The API with many live pages open, event fan-out, reloads and memory (loopback only)."""
     from scorekeeper.web.bench import run_web_bench
 
-    result = run_web_bench(clients=clients, events=events, timeout=timeout)
-    click.echo(f"{result.clients} stream clients, {result.events} events on 127.0.0.1")
+    result = run_web_bench(clients=clients, events=events, timeout=timeout, half_open=half_open,
+                           api_requests=api_requests, reload_tabs=reload_tabs, games=games)
+    click.echo(f"{result.clients} stream clients, {result.half_open} half-open connections, {result.events} events "
+               f"on 127.0.0.1 (server on CPU {result.server_cpus})")
+    click.echo(f"snapshots received: {result.snapshots} of {result.clients + reload_tabs}")
+    click.echo(f"API GET with the pages open: p50 {result.api_p50_ms:.1f} ms, p95 {result.api_p95_ms:.1f} ms, "
+               f"max {max(result.api_ms, default=float('nan')):.1f} ms ({len(result.api_ms)} requests)")
     click.echo(f"event posted -> every client has it: median {result.median_ms:.1f} ms, "
                f"p95 {result.p95_ms:.1f} ms, max {max(result.latencies_ms, default=float('nan')):.1f} ms")
     click.echo(f"POST round trip (commit included): median {result.post_median_ms:.1f} ms")
+    if reload_tabs:
+        click.echo(f"{reload_tabs} tabs reloading at once, {result.reload_rounds} rounds: API max "
+                   f"{max(result.reload_api_ms, default=float('nan')):.1f} ms, p95 {_p95(result.reload_api_ms):.1f} ms "
+                   f"({len(result.reload_api_ms)} requests); pages without their snapshot: {result.reload_snapshots_missed}")
+    if games:
+        click.echo(f"server memory: {result.rss_empty_mib:.1f} MiB empty, {result.rss_games_mib:.1f} MiB after "
+                   f"{games} games played and left (+{result.rss_games_mib - result.rss_empty_mib:.1f} MiB)")
     if result.timed_out:
         raise click.ClickException(f"timed out after {timeout} s; only {result.events} events were measured")
+
+
+def _p95(values: list[float]) -> float:
+    from scorekeeper.web.bench import _percentile
+
+    return _percentile(values, 95)
 
 
 @bench.command("soak")
@@ -201,7 +238,7 @@ def bench_web(clients: int, events: int, timeout: float) -> None:
 @click.option("--fps", default=30.0, show_default=True, type=click.FloatRange(1, 60))
 def bench_soak(minutes: float, clients: int, fps: float) -> None:
     """Replay drawn throws at 30 fps through the live table with stream clients; count rolls and memory."""
-    from scorekeeper.live_soak import run_soak
+    from scorekeeper.table.soak import run_soak
 
     result = run_soak(minutes=minutes, clients=clients, fps=fps, progress=click.echo)
     for line in result.lines():
@@ -231,7 +268,7 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
         return
     from calibration.bench import bench_taught_look
     from scanner.cli import CHECK_SET_TITLES, FIXTURES, PLAY_SET, bench_check_set, bench_scanner
-    from scorekeeper.game_bench import bench_game_rolls
+    from scorekeeper.table.game_bench import bench_game_rolls
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
     chosen = None if split == "all" else split

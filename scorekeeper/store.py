@@ -12,10 +12,12 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import secrets
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 DB_NAME = "games.sqlite3"
 SCHEMA_VERSION = 1
 EDITABLE_EVENTS = frozenset({"roll", "up"})
+#: Folded games kept in memory: more than a family plays at once, far fewer than a year of evenings.
+CACHED_GAMES = 32
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS games (
@@ -136,9 +140,16 @@ class GameStore:
     Several processes may open the same file; writes serialise on SQLite's lock.
     """
 
-    def __init__(self, path: Path | str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: Path | str, clock: Callable[[], float] = time.time,
+                 cached_games: int = CACHED_GAMES) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Created 0600 before SQLite opens it; SQLite gives its -wal and -shm files the same mode.
+        # A log that an older dicetray left readable by others is made private too.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        for path in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            if path.exists() and path.stat().st_mode & 0o077:
+                path.chmod(0o600)
         self._clock = clock
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
@@ -156,8 +167,10 @@ class GameStore:
                 raise RuntimeError(
                     f"{self.path} holds game log schema {found}; this dicetray reads schema {SCHEMA_VERSION}"
                 )
-        # Folded games by id, valid while the stored version matches.
-        self._cache: dict[str, LoadedGame] = {}
+        # Folded games by id, valid while the stored version matches; the least recently used
+        # are dropped (a later read folds them again), so memory does not grow with every game.
+        self._cache: OrderedDict[str, LoadedGame] = OrderedDict()
+        self._cached_games = max(1, cached_games)
 
     @classmethod
     def in_dir(cls, data_dir: Path | str, clock: Callable[[], float] = time.time) -> "GameStore":
@@ -338,6 +351,7 @@ class GameStore:
         record = self._record(self._require_game(game_id))
         cached = self._cache.get(game_id)
         if cached is not None and cached.record == record:
+            self._cache.move_to_end(game_id)
             return cached
         rows = self._conn.execute(
             "SELECT action, target, event, reading, at FROM log WHERE game_id=? ORDER BY seq", (game_id,)
@@ -347,7 +361,7 @@ class GameStore:
             events = _replay(events, action, target, json.loads(event) if event else None, reading, at)
         game = fold(record.game, record.players, record.options, [e.event for e in events])
         loaded = LoadedGame(record, game, events)
-        self._cache[game_id] = loaded
+        self._remember(loaded)
         return loaded
 
     def _check_version(self, loaded: LoadedGame, expected: int | None) -> None:
@@ -386,8 +400,14 @@ class GameStore:
     def _commit_cached(self, loaded: LoadedGame) -> LoadedGame:
         """Remember a committed write's result, so the next read needs no re-fold."""
         with self._lock:
-            self._cache[loaded.record.id] = loaded
+            self._remember(loaded)
         return loaded
+
+    def _remember(self, loaded: LoadedGame) -> None:
+        self._cache[loaded.record.id] = loaded
+        self._cache.move_to_end(loaded.record.id)
+        while len(self._cache) > self._cached_games:
+            self._cache.popitem(last=False)
 
 
 def _replay(

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from scorekeeper.web import create_app
 
-HOST_TOKEN = "test-host-token"
+HOST_TOKEN = "test-host-token-0123"
 
 
 @pytest.fixture

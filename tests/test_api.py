@@ -42,7 +42,8 @@ def test_list_and_get_games(client):
     [
         ({"game": "chess", "players": ["A", "B"]}, 422, "unknown game"),
         ({"game": "tossup", "players": ["A"]}, 422, "2 to 6 players"),
-        ({"game": "tossup", "players": ["A", "B"], "options": {"colour": 1}}, 422, "unknown Toss Up option"),
+        ({"game": "tossup", "players": ["A", "B"], "options": {"colour": 1}}, 400, "unknown field 'options.colour'"),
+        ({"game": "tossup", "players": ["A", "B"], "options": {"high_stakes": True}}, 422, "unknown Toss Up option"),
         ({"game": "tallyup", "players": ["A", "B"], "options": {"target": -3}}, 422, "positive"),
         ({"players": ["A", "B"]}, 400, "'game'"),
         ({"game": "tossup", "players": "A,B"}, 400, "'players'"),
@@ -282,7 +283,7 @@ def test_join_by_code(client, app, host):
     game = start_game(client, "tallyup", ["Ann", "Bob"])
     invite = client.get(f"/api/games/{game['id']}/invite", headers=host).get_json()
     code = invite["code"]
-    assert len(code) == 4
+    assert len(code) == 8
     assert invite["url"].endswith(f"/join/{code}")
     assert invite["svg"].startswith("<svg")
     info = client.get(f"/api/join/ {code.lower()} ").get_json()

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from scorekeeper.web import create_app
-from scorekeeper.web.server import BackgroundServer
+from scorekeeper.web.server import WebServer
 
 pytestmark = pytest.mark.browser
 
@@ -34,10 +34,10 @@ WAIT_MS = 15_000  # generous: CI shares two cores with other work
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     app = create_app({"DATA_DIR": tmp_path_factory.mktemp("browser-data"), "HOST_TOKEN": TOKEN,
                       "HEARTBEAT_SECONDS": 2.0})
-    running = BackgroundServer(app, threads=64).start()
+    running = WebServer(app, threads=64).start()
     yield running
     running.stop()
     app.extensions["dicetray"].close()
@@ -59,7 +59,7 @@ def browser() -> Iterator[Any]:
 class Device:
     """One browser context (a tablet or a phone) with its page, failing the test on page errors."""
 
-    def __init__(self, browser: Any, server: BackgroundServer, name: str, **context: Any) -> None:
+    def __init__(self, browser: Any, server: WebServer, name: str, **context: Any) -> None:
         from playwright.sync_api import expect
 
         expect.set_options(timeout=WAIT_MS)
@@ -87,7 +87,7 @@ class Device:
 
 
 @pytest.fixture
-def devices(browser: Any, server: BackgroundServer) -> Iterator[tuple[Device, Device, Device]]:
+def devices(browser: Any, server: WebServer) -> Iterator[tuple[Device, Device, Device]]:
     tablet = Device(browser, server, "tablet", **TABLET)
     ann = Device(browser, server, "Ann's phone", **PHONE)
     bob = Device(browser, server, "Bob's phone", **PHONE)
@@ -96,12 +96,12 @@ def devices(browser: Any, server: BackgroundServer) -> Iterator[tuple[Device, De
         device.close()
 
 
-def _api(server: BackgroundServer, path: str) -> Any:
+def _api(server: WebServer, path: str) -> Any:
     with urllib.request.urlopen(server.url + path, timeout=10) as response:
         return json.load(response)
 
 
-def _post(server: BackgroundServer, path: str, body: dict[str, Any]) -> Any:
+def _post(server: WebServer, path: str, body: dict[str, Any]) -> Any:
     request = urllib.request.Request(
         server.url + path, method="POST", data=json.dumps(body).encode(),
         headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
@@ -127,7 +127,7 @@ def _start(tablet: Device, game: str, players: list[str], shots: str | None = No
         tablet.shot(shots)
     page.click("#start")
     page.wait_for_url("**/games/*")
-    tablet.expect(page.locator("#joincode")).to_have_text(re.compile(r"^[A-Z]{4}$"))
+    tablet.expect(page.locator("#joincode")).to_have_text(re.compile(r"^[A-Z]{8}$"))
     return page.url.rstrip("/").rsplit("/", 1)[1]
 
 
@@ -151,7 +151,7 @@ def _version(device: Device, version: int) -> None:
     device.page.wait_for_selector(f"body[data-version='{version}']")
 
 
-def test_toss_up_game_through_the_pages(devices: tuple[Device, Device, Device], server: BackgroundServer) -> None:
+def test_toss_up_game_through_the_pages(devices: tuple[Device, Device, Device], server: WebServer) -> None:
     tablet, ann, bob = devices
     game_id = _start(tablet, "tossup", ["Ann", "Bob"], shots="home-tablet", target=5)
     table = tablet.page
@@ -219,7 +219,7 @@ def test_toss_up_game_through_the_pages(devices: tuple[Device, Device, Device], 
     bob.shot("history-tossup-phone")
 
 
-def test_tally_up_game_through_the_pages(devices: tuple[Device, Device, Device], server: BackgroundServer) -> None:
+def test_tally_up_game_through_the_pages(devices: tuple[Device, Device, Device], server: WebServer) -> None:
     tablet, ann, bob = devices
     game_id = _start(tablet, "tallyup", ["Ann", "Bob", "Cy"], one_turn_each=True)
     table = tablet.page
@@ -337,7 +337,7 @@ def test_tally_up_game_through_the_pages(devices: tuple[Device, Device, Device],
     ann.shot("history-tally-phone")
 
 
-def test_pages_at_both_sizes(browser: Any, server: BackgroundServer) -> None:
+def test_pages_at_both_sizes(browser: Any, server: WebServer) -> None:
     """Home, join and table pages as a phone sees them, and a live game watched without the host token."""
     phone = Device(browser, server, "phone", **PHONE)
     tablet = Device(browser, server, "watcher", **TABLET)
@@ -377,7 +377,7 @@ def test_pages_at_both_sizes(browser: Any, server: BackgroundServer) -> None:
         tablet.close()
 
 
-def test_a_stale_version_is_told_as_someone_being_first(browser: Any, server: BackgroundServer) -> None:
+def test_a_stale_version_is_told_as_someone_being_first(browser: Any, server: WebServer) -> None:
     """Two hosts at one table: the tablet acts on a version another device moved past."""
     tablet = Device(browser, server, "tablet", **TABLET)
     try:

@@ -22,7 +22,7 @@ from scanner.labels import LabelledPhoto, load_photo_label, photo_labels
 from scanner.reader import Scanner, load_scanner
 from scorekeeper.web import create_app
 from scorekeeper.web.app import LIVE_EXTENSION
-from scorekeeper.web.server import BackgroundServer
+from scorekeeper.web.server import WebServer
 from tests.test_browser import TABLET, TOKEN, Device, browser  # noqa: F401  (the browser fixture)
 from tests.test_scanner_fixtures import PRECISION_FLOOR, RECALL_FLOOR
 
@@ -42,11 +42,11 @@ CHECK_MS = 45_000
 
 
 @pytest.fixture
-def wizard(tmp_path: Path) -> Iterator[tuple[BackgroundServer, StillSource, Any]]:
+def wizard(tmp_path: Path) -> Iterator[tuple[WebServer, StillSource, Any]]:
     camera = StillSource(FIXTURES / "tossup" / f"{TABLE}-empty.jpg", fps=30)
     app = create_app({"DATA_DIR": tmp_path / "data", "HOST_TOKEN": TOKEN, "HEARTBEAT_SECONDS": 2.0,
                       "LIVE_SOURCE": lambda: camera})
-    server = BackgroundServer(app, threads=64).start()
+    server = WebServer(app, threads=64).start()
     yield server, camera, app
     server.stop()
     app.extensions["dicetray"].close()
@@ -54,7 +54,7 @@ def wizard(tmp_path: Path) -> Iterator[tuple[BackgroundServer, StillSource, Any]
 
 def test_a_check_that_fails_says_why_where_its_verdict_would_be(browser, tmp_path: Path):  # noqa: F811
     app = create_app({"DATA_DIR": tmp_path / "data", "HOST_TOKEN": TOKEN})  # no camera
-    server = BackgroundServer(app, threads=8).start()
+    server = WebServer(app, threads=8).start()
     tablet = Device(browser, server, "tablet", **TABLET)
     try:
         page = tablet.go(f"/calibrate?host={TOKEN}")

@@ -23,11 +23,11 @@ def test_help_lists_serve_and_bench():
     assert result.exit_code == 0
     assert "serve" in result.output and "bench" in result.output
     result = CliRunner().invoke(main, ["serve", "--help"])
-    assert "--host-token" in result.output and "DICETRAY_HOST_TOKEN" in result.output
+    assert "--host-token-file" in result.output and "DICETRAY_HOST_TOKEN" in result.output
 
 
 def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):
-    env = {**os.environ, "DICETRAY_HOST_TOKEN": "from-env-token", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "DICETRAY_HOST_TOKEN": "from-env-token-0123", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "scorekeeper.cli", "serve", "--host", "127.0.0.1", "--port", "0",
          "--data", str(tmp_path / "data")],
@@ -41,13 +41,13 @@ def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):
             if line.startswith("Host (table) URL"):
                 break
         host_line = lines[-1]
-        assert host_line.rstrip().endswith("?host=from-env-token"), lines
+        assert host_line.rstrip().endswith("?host=from-env-token-0123"), lines
         base = host_line.split(": ", 1)[1].split("/?host=")[0]
         assert base.startswith("http://127.0.0.1:")
         request = urllib.request.Request(
             f"{base}/api/games", method="POST",
             data=json.dumps({"game": "tossup", "players": ["Ann", "Bob"]}).encode(),
-            headers={"Authorization": "Bearer from-env-token", "Content-Type": "application/json"},
+            headers={"Authorization": "Bearer from-env-token-0123", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status == 201
@@ -64,10 +64,14 @@ def test_serve_prints_the_host_url_and_serves_the_api(tmp_path: Path):
 
 
 def test_bench_web_reports_median_and_p95():
-    result = CliRunner().invoke(main, ["bench", "web", "--clients", "3", "--events", "4", "--timeout", "30"])
+    result = CliRunner().invoke(main, ["bench", "web", "--streams", "3", "--half-open", "2", "--events", "4",
+                                       "--api-requests", "5", "--reload-tabs", "2", "--games", "2", "--timeout", "30"])
     assert result.exit_code == 0, result.output
-    assert "3 stream clients, 4 events" in result.output
-    assert "median" in result.output and "p95" in result.output
+    assert "3 stream clients, 2 half-open connections, 4 events" in result.output
+    assert "snapshots received: 5 of 5" in result.output
+    assert "API GET with the pages open: p50" in result.output and "(5 requests)" in result.output
+    assert "2 tabs reloading at once" in result.output and "pages without their snapshot: 0" in result.output
+    assert "after 2 games played and left" in result.output
 
 
 def test_bench_percentiles():

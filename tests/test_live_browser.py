@@ -11,7 +11,7 @@ import pytest
 from scanner.sources import SourceFailed, SourceUnavailable
 from scorekeeper.store import GameStore
 from scorekeeper.web import create_app
-from scorekeeper.web.server import BackgroundServer
+from scorekeeper.web.server import WebServer
 from tests.test_browser import TABLET, TOKEN, Device, browser  # noqa: F401  (the browser fixture)
 from tests.test_live import TEN, ReplaySource, _image, throw
 
@@ -38,7 +38,7 @@ class Camera(ReplaySource):
 
 
 @pytest.fixture
-def table(tmp_path) -> Iterator[tuple[BackgroundServer, str, threading.Event, threading.Event]]:
+def table(tmp_path) -> Iterator[tuple[WebServer, str, threading.Event, threading.Event]]:
     data = tmp_path / "data"
     with GameStore.in_dir(data) as store:
         game_id = store.create("tossup", ["Ann", "Bob"]).record.id
@@ -55,7 +55,7 @@ def table(tmp_path) -> Iterator[tuple[BackgroundServer, str, threading.Event, th
 
     app = create_app({"DATA_DIR": data, "HOST_TOKEN": TOKEN, "HEARTBEAT_SECONDS": 2.0,
                       "LIVE_SOURCE": factory, "LIVE_BACKOFF": (0.2,)})
-    server = BackgroundServer(app, threads=64).start()
+    server = WebServer(app, threads=64).start()
     yield server, game_id, lose, back
     server.stop()
     app.extensions["dicetray"].close()

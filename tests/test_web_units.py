@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
 from scorekeeper.rules import new_game
-from scorekeeper.web.auth import Auth, Caller, new_join_code, normalise_join_code
+from scorekeeper.web.auth import JOIN_ALPHABET, Auth, Caller, HeldSeat, new_join_code, normalise_join_code
 from scorekeeper.web.stats import chi_square_survival, die_stats, face_probabilities, game_stats
 from scorekeeper.web.views import odds
 
@@ -63,63 +64,70 @@ def test_odds_lines_follow_the_phase():
     assert over["phase"] == "choose"
 
 
-def test_auth_rejects_malformed_tokens_and_empty_host_token():
-    auth = Auth("host", b"secret")
-    players = {"g1": ["Ann", "Bob"]}.get
-    assert auth.identify(None, players) == Caller()
-    assert auth.identify("Bearer ", players).bad_token
-    assert auth.identify("Bearer host", players).host
-    token = auth.player_token("g1", 1, "Bob")
-    assert auth.identify(f"Bearer {token}", players) == Caller(game_id="g1", seat=1)
-    assert auth.identify(f"bearer {token}", players).seat == 1
-    assert auth.identify(f"Bearer {token}", {"g1": ["Ann", "Rob"]}.get).bad_token
-    assert auth.identify("Bearer p1.g1.x.sig", players).bad_token
-    with pytest.raises(ValueError):
-        Auth("", b"secret")
-    assert normalise_join_code(" kx pt ") == "KXPT"
-    assert new_join_code({"BBBB"}) != "BBBB"
+def test_auth_rejects_malformed_tokens_and_weak_host_tokens():
+    host = "host-token-0123456789"
+    auth = Auth(host, b"secret")
+    held = {("g1", 1): HeldSeat("Bob", "claim-1")}
+    seat_of = lambda game, seat: held.get((game, seat))  # noqa: E731
+    assert auth.identify(None, seat_of) == Caller()
+    assert auth.identify("Bearer ", seat_of).bad_token
+    assert auth.identify(f"Bearer {host}", seat_of).host
+    token = auth.player_token("g1", 1, held[("g1", 1)])
+    assert auth.identify(f"Bearer {token}", seat_of) == Caller(game_id="g1", seat=1, player="Bob")
+    assert auth.identify(f"bearer {token}", seat_of).seat == 1
+    # Another device now holds the seat (the host freed it and someone joined): the old token is dead.
+    held[("g1", 1)] = HeldSeat("Bob", "claim-2")
+    assert auth.identify(f"Bearer {token}", seat_of).bad_token
+    held[("g1", 1)] = HeldSeat("Rob", "claim-1")
+    assert auth.identify(f"Bearer {token}", seat_of).bad_token  # the signature covers the name
+    assert auth.identify("Bearer p2.g1.x.c.sig", seat_of).bad_token
+    for weak in ("", "tok", "x" * 15, "change-me-to-a-long-random-string"):
+        with pytest.raises(ValueError):
+            Auth(weak, b"secret")
+    assert normalise_join_code(" kx pt-bc ") == "KXPTBC"
+    assert len(new_join_code(set())) == 8
+    assert set(new_join_code(set())) <= set(JOIN_ALPHABET)
 
 
 class _FakeServer:
-    effective_port = 4321
+    port = 4321
 
-    def __init__(self) -> None:
+    def __init__(self, app, host: str, port: int, threads: int) -> None:
+        self.app, self.host, self.asked_port, self.threads = app, host, port, threads
         self.ran = False
-        self.closed = False
+        self.server = SimpleNamespace(handle_exit=lambda sig, frame: None)
 
     def run(self) -> None:
         self.ran = True
 
-    def close(self) -> None:
-        self.closed = True
-
 
 def test_serve_command_wiring(monkeypatch, tmp_path: Path):
-    made: dict = {}
+    made: list[_FakeServer] = []
 
-    def fake_create_server(app, **kwargs):
-        made.update(kwargs, app=app)
-        made["server"] = _FakeServer()
-        return made["server"]
+    def fake_server(app, **kwargs):
+        made.append(_FakeServer(app, **kwargs))
+        return made[-1]
 
     handlers: dict = {}
-    monkeypatch.setattr("waitress.create_server", fake_create_server)
+    token_file = tmp_path / "host-token"
+    token_file.write_text("tok-0123456789abcdef\n")
+    monkeypatch.delenv("DICETRAY_HOST_TOKEN", raising=False)
+    monkeypatch.setattr("scorekeeper.web.server.WebServer", fake_server)
     monkeypatch.setattr("scorekeeper.cli.signal.signal", lambda sig, handler: handlers.setdefault(sig, handler))
+    monkeypatch.setattr("scorekeeper.cli.os.umask", lambda mask: 0o022)  # not this test process's
     result = CliRunner().invoke(
         __import__("scorekeeper.cli", fromlist=["main"]).main,
-        ["serve", "--data", str(tmp_path), "--host-token", "tok", "--threads", "80"],
+        ["serve", "--data", str(tmp_path), "--host-token-file", str(token_file), "--threads", "80"],
     )
     assert result.exit_code == 0, result.output
-    assert made["threads"] == 80 and made["host"] == "0.0.0.0" and made["port"] == 8000
-    assert made["server"].ran
-    assert ":4321/?host=tok" in result.output and "stopping" in result.output
-    assert made["app"].config["PUBLIC_URL"].endswith(":4321")
-    # The signal handler ends open streams, then stops waitress's loop.
-    handler = next(iter(handlers.values()))
-    with pytest.raises(KeyboardInterrupt):
-        handler(15, None)
-    result = CliRunner().invoke(__import__("scorekeeper.cli", fromlist=["main"]).main, ["serve", "--threads", "8"])
-    assert result.exit_code != 0 and "8" in result.output
+    server = made[0]
+    assert server.threads == 80 and server.host == "0.0.0.0" and server.asked_port == 8000 and server.ran
+    assert ":4321/?host=tok-0123456789abcdef" in result.output and "stopping" in result.output
+    assert server.app.config["PUBLIC_URL"].endswith(":4321")
+    # Stop signals go to the server's handler: the first ends streams, later ones are logged.
+    assert set(handlers.values()) == {server.server.handle_exit}
+    result = CliRunner().invoke(__import__("scorekeeper.cli", fromlist=["main"]).main, ["serve", "--threads", "2"])
+    assert result.exit_code != 0 and "2" in result.output
 
 
 def test_lan_address_is_an_ipv4_address():

@@ -2,92 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 from typing import Any
 
 import segno
 from flask import Blueprint, Response, abort, current_app, jsonify, request, url_for
 
-from scorekeeper.store import LoadedGame
-from scorekeeper.web.app import scoreboard
-from scorekeeper.web.auth import Caller
+from scorekeeper.store import GameNotFound, GameRecord, LoadedGame
+from scorekeeper.web.access import caller, require_host, require_player_of
+from scorekeeper.web.bodies import Choice, Join, NewEvent, NewGame, VersionOnly, body
+from scorekeeper.web.context import scoreboard
+from scorekeeper.web.service import SeatHeld
 from scorekeeper.web.stats import game_stats
 from scorekeeper.web.views import summary
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-
-
-# -- request helpers ---------------------------------------------------------------
-
-
-def _body(required: bool = True) -> dict[str, Any]:
-    """The request's JSON object; 400 with a reason when it is not one."""
-    raw = request.get_data(cache=True)
-    if not raw.strip():
-        if required:
-            abort(400, "the request needs a JSON object as its body")
-        return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        abort(400, f"the body is not valid JSON: {error}")
-    if not isinstance(data, dict):
-        abort(400, f"the body must be a JSON object, not {type(data).__name__}")
-    return data
-
-
-def _version(body: dict[str, Any]) -> int | None:
-    version = body.get("version")
-    if version is None:
-        return None
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        abort(400, f"'version' must be a whole number (the version the device last saw), got {version!r}")
-    return version
-
-
-def _event(body: dict[str, Any]) -> dict[str, Any]:
-    event = body.get("event")
-    if not isinstance(event, dict):
-        abort(400, "the body needs 'event': a JSON object such as {\"type\": \"roll\", ...}")
-    return event
-
-
-def _reading(body: dict[str, Any]) -> dict[str, Any] | None:
-    reading = body.get("reading")
-    if reading is not None and not isinstance(reading, dict):
-        abort(400, "'reading', when given, must be a JSON object")
-    return reading
-
-
-def _caller() -> Caller:
-    board = scoreboard()
-    return board.auth.identify(request.headers.get("Authorization"), board.players_of)
-
-
-def _require_host() -> Caller:
-    caller = _caller()
-    if caller.host:
-        return caller
-    if caller.anonymous:
-        abort(401, "this needs the host token (Authorization: Bearer <token>)")
-    abort(403, "only the host may do this; a player's device may only send that player's own decisions")
-
-
-def _require_player_of(game_id: str) -> tuple[Caller, str | None]:
-    """The host (player None) or a player of this game (their name)."""
-    caller = _caller()
-    if caller.host:
-        return caller, None
-    if caller.anonymous:
-        abort(401, "join the game first (or use the host token)")
-    if caller.game_id != game_id:
-        abort(403, "this player token belongs to another game")
-    players = scoreboard().players_of(game_id) or []
-    assert caller.seat is not None
-    return caller, players[caller.seat]
 
 
 def _game_json(loaded: LoadedGame) -> dict[str, Any]:
@@ -104,19 +36,9 @@ def list_games() -> Response:
 
 @bp.post("/games")
 def create_game() -> tuple[Response, int]:
-    _require_host()
-    body = _body()
-    game, players, options = body.get("game"), body.get("players"), body.get("options", {})
-    if not isinstance(game, str):
-        abort(400, "'game' must be \"tossup\" or \"tallyup\"")
-    if not isinstance(players, list):
-        abort(400, "'players' must be a list of names")
-    if not isinstance(options, dict):
-        abort(400, "'options', when given, must be a JSON object")
-    unknown = set(body) - {"game", "players", "options"}
-    if unknown:
-        abort(400, f"unknown field(s) {sorted(unknown)}; expected game, players, options")
-    loaded = scoreboard().create(game, players, options)
+    require_host()
+    new = body(NewGame)
+    loaded = scoreboard().create(new.game, list(new.players), new.options.given())
     response = jsonify(_game_json(loaded))
     response.headers["Location"] = url_for("api.get_game", game_id=loaded.record.id)
     return response, 201
@@ -137,18 +59,16 @@ def get_view(game_id: str) -> Response:
 def post_event(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)  # 404 before 401 keeps the errors about the game first
-    caller, player = _require_player_of(game_id)
-    body = _body()
-    event = _event(body)
-    version = _version(body)
-    if not caller.host:
+    who, player = require_player_of(game_id)
+    sent = body(NewEvent)
+    if not who.host:
         # A player's own decision here is only the Tally Up! shout in their own name.
-        if event.get("type") != "tally_up" or event.get("player") != player:
+        if sent.event.get("type") != "tally_up" or sent.event.get("player") != player:
             abort(403, f"a player's device may only shout Tally Up! for {player}; "
                        "other events come from the table (host)")
-        if "reading" in body:
+        if "reading" in sent.model_fields_set:
             abort(403, "only the table may send scanner readings")
-    loaded = board.append(game_id, event, version, _reading(body))
+    loaded = board.append(game_id, sent.event, sent.version, sent.reading)
     return jsonify(version=loaded.version, state=loaded.state())
 
 
@@ -156,8 +76,8 @@ def post_event(game_id: str) -> Response:
 def undo(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)
-    _require_host()
-    loaded = board.undo(game_id, _version(_body(required=False)))
+    require_host()
+    loaded = board.undo(game_id, body(VersionOnly, required=False).version)
     return jsonify(version=loaded.version, state=loaded.state())
 
 
@@ -165,9 +85,9 @@ def undo(game_id: str) -> Response:
 def edit_event(game_id: str, index: int) -> Response:
     board = scoreboard()
     board.get(game_id)
-    _require_host()
-    body = _body()
-    loaded = board.edit(game_id, index, _event(body), _version(body), _reading(body))
+    require_host()
+    sent = body(NewEvent)
+    loaded = board.edit(game_id, index, sent.event, sent.version, sent.reading)
     return jsonify(version=loaded.version, state=loaded.state())
 
 
@@ -193,27 +113,23 @@ def stats(game_id: str) -> Response:
 def post_choice(game_id: str) -> Response:
     board = scoreboard()
     board.get(game_id)
-    caller, player = _require_player_of(game_id)
-    body = _body()
-    choice = body.get("choice")
-    if choice not in ("in", "out"):
-        abort(400, "'choice' must be \"in\" or \"out\"")
-    named = body.get("player")
-    if caller.host:
-        if not isinstance(named, str):
+    who, player = require_player_of(game_id)
+    sent = body(Choice)
+    if who.host:
+        if sent.player is None:
             abort(400, "the host must name the 'player' whose choice this is")
-        player = named
-    elif named is not None and named != player:
+        player = sent.player
+    elif sent.player is not None and sent.player != player:
         abort(403, f"this device may only choose for {player}")
     assert player is not None
-    result = board.choose(game_id, player, choice, _version(body))
+    result = board.choose(game_id, player, sent.choice, sent.version)
     return jsonify(
         version=result.loaded.version,
         state=result.loaded.state(),
         revealed=result.revealed,
         out=result.out,
         secret=result.progress.as_json() if result.progress else None,
-        mine=None if result.revealed else choice,
+        mine=None if result.revealed else sent.choice,
     )
 
 
@@ -221,7 +137,7 @@ def post_choice(game_id: str) -> Response:
 def get_choices(game_id: str) -> Response:
     board = scoreboard()
     loaded = board.get(game_id)
-    caller, player = _require_player_of(game_id)
+    who, player = require_player_of(game_id)
     progress = board.progress(loaded)
     return jsonify(
         version=loaded.version,
@@ -242,39 +158,85 @@ def _join_url(code: str) -> str:
 def invite(game_id: str) -> Response:
     board = scoreboard()
     record = board.get(game_id).record
-    _require_host()
+    require_host()
     code = board.join_code(record)
     url = _join_url(code)
     svg = segno.make(url, error="m").svg_inline(scale=6, border=2, dark="#000", light="#fff")
     return jsonify(code=code, url=url, svg=svg)
 
 
+def _record_by_code(code: str) -> GameRecord:
+    """The game in progress with this join code; 404 for a wrong one, 429 after too many."""
+    board = scoreboard()
+    client = request.remote_addr or "?"
+    wait = board.join_tries.wait(client)
+    if wait > 0:
+        response = jsonify(error=f"too many wrong join codes from this device: try again in {math.ceil(wait)} s")
+        response.status_code = 429
+        response.headers["Retry-After"] = str(math.ceil(wait))
+        abort(response)
+    try:
+        return board.find_by_code(code)
+    except GameNotFound:
+        board.join_tries.failed(client)
+        raise
+
+
 @bp.get("/join/<code>")
 def join_info(code: str) -> Response:
-    record = scoreboard().find_by_code(code)
+    record = _record_by_code(code)
     return jsonify(id=record.id, game=record.game, players=record.players)
 
 
 @bp.post("/join/<code>")
-def join(code: str) -> Response:
+def join(code: str) -> Response | tuple[Response, int]:
     board = scoreboard()
-    record = board.find_by_code(code)
-    player = _body().get("player")
+    record = _record_by_code(code)
+    player = body(Join).player
     if player not in record.players:
         abort(400, f"'player' must be one of {record.players}")
-    token = board.auth.player_token(record.id, record.players.index(player), player)
+    try:
+        token = board.join(record, player, caller())
+    except SeatHeld as error:
+        return jsonify(error=str(error), held=True), 409
     log.info("a device joined game %s as %s", record.id, player)
     return jsonify(id=record.id, game=record.game, player=player, token=token)
 
 
+@bp.get("/games/<game_id>/seats")
+def seats(game_id: str) -> Response:
+    board = scoreboard()
+    record = board.get(game_id).record
+    require_host()
+    return jsonify(seats=[{"seat": seat, "player": name, "held": board.held_seat(game_id, seat) is not None}
+                          for seat, name in enumerate(record.players)])
+
+
+@bp.delete("/games/<game_id>/seats/<int:seat>")
+def leave_seat(game_id: str, seat: int) -> Response:
+    """The holder gives its seat up, or the host frees it (for a new phone, say)."""
+    board = scoreboard()
+    record = board.get(game_id).record
+    who = caller()
+    if not who.host and not (who.game_id == game_id and who.seat == seat):
+        if who.anonymous:
+            abort(401, "only the device holding this seat, or the host, may free it")
+        abort(403, "a device may only leave its own seat")
+    if seat >= len(record.players):
+        abort(404, f"game {game_id} has seats 0 to {len(record.players) - 1}")
+    freed = board.seats.release(game_id, seat)
+    log.info("seat %s (%s) of game %s freed by %s", seat, record.players[seat], game_id,
+             "the host" if who.host else "its holder")
+    return jsonify(seat=seat, player=record.players[seat], held=False, freed=freed)
+
+
 @bp.get("/whoami")
 def whoami() -> Response:
-    caller = _caller()
-    if caller.host:
+    who = caller()
+    if who.host:
         return jsonify(role="host")
-    if caller.seat is not None and caller.game_id is not None:
-        players = scoreboard().players_of(caller.game_id) or []
-        return jsonify(role="player", game=caller.game_id, player=players[caller.seat])
-    if caller.bad_token:
+    if who.seat is not None and who.game_id is not None:
+        return jsonify(role="player", game=who.game_id, player=who.player)
+    if who.bad_token:
         abort(401, "this token is not valid (the server may have restarted: join again)")
     return jsonify(role="watcher")

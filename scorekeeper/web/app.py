@@ -8,22 +8,22 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from flask import Flask, Response, current_app, jsonify, render_template, request
+from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from scorekeeper import __version__
-from scorekeeper.live import LIVE_DEFAULTS, ConfigError, live_table_from_config
+from scorekeeper.table.live import LIVE_DEFAULTS, ConfigError, live_table_from_config
 from scorekeeper.paths import default_data_dir
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, GameStore, VersionConflict
-from scorekeeper.web.auth import Auth
+from scorekeeper.web import api, calibrate, live, pages, stream
+from scorekeeper.web.auth import Auth, weak_host_token
 from scorekeeper.web.broker import Broker
+from scorekeeper.web.context import EXTENSION, LIVE_EXTENSION
 from scorekeeper.web.service import Scoreboard
 
 log = logging.getLogger(__name__)
 
-EXTENSION = "dicetray"
-LIVE_EXTENSION = "dicetray.live"
 
 #: Every setting the app reads, with its default.
 DEFAULTS: Mapping[str, Any] = MappingProxyType({
@@ -36,11 +36,22 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "STREAM_QUEUE_SIZE": 32,
     "REPLAY_SIZE": 64,
     "MAX_CONTENT_LENGTH": 64 * 1024,
-    # The live table (camera -> scanner -> game); documented in scorekeeper/live.py.
+    # The live table (camera -> scanner -> game); documented in scorekeeper/table/live.py.
     **LIVE_DEFAULTS,
 })
 #: Prefixes of dicetray's own settings: a key with one of them that is not in DEFAULTS is a typo.
 _OWN_PREFIXES = ("LIVE_", "PREVIEW_", "STREAM_", "HEARTBEAT_", "RETRY_", "REPLAY_")
+#: Sent with every response. Scripts and styles come only from /static (the style attributes in
+#: the templates are the one inline part, harmless without inline script); nothing may frame a
+#: page (a hostile site cannot overlay the host's buttons); links leak no URL with a token in it.
+SECURITY_HEADERS: Mapping[str, str] = MappingProxyType({
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; "
+                               "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+})
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -57,9 +68,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.config.from_mapping(config)
     if not app.config["HOST_TOKEN"]:
         app.config["HOST_TOKEN"] = secrets.token_urlsafe(12)
+    weak = weak_host_token(str(app.config["HOST_TOKEN"]))
+    if weak:
+        raise ConfigError(f"HOST_TOKEN: {weak}")
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = secrets.token_hex(32)
     data_dir = Path(app.config["DATA_DIR"] or default_data_dir())
+    # Only the server's user may read the games, photos and profiles.
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     app.config["DATA_DIR"] = data_dir
     secret = app.config["SECRET_KEY"]
     board = Scoreboard(
@@ -78,8 +94,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         # The camera thread writes through the board: stop it before the store closes.
         board.close_first(table.close)
 
-    from scorekeeper.web import api, calibrate, live, pages, stream
-
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(stream.bp)
@@ -90,6 +104,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_error_handler(RuleError, _illegal)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected_error)
+    app.after_request(_secure)
     app.jinja_env.globals["version"] = __version__
     if table is not None:
         table.start()
@@ -106,10 +121,10 @@ def end_streams(app: Flask) -> None:
         table.preview.close()
 
 
-def scoreboard() -> Scoreboard:
-    """The current app's Scoreboard."""
-    board: Scoreboard = current_app.extensions[EXTENSION]
-    return board
+def _secure(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
 
 
 def _wants_json() -> bool:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +23,11 @@ class StreamMessage:
     event: str
     data: str
     id: int | None = None
+
+    @cached_property
+    def encoded(self) -> bytes:
+        """The event as sent, encoded once however many streams it goes to."""
+        return self.encode()
 
     def encode(self) -> bytes:
         lines = []
@@ -37,7 +44,11 @@ class StreamClosed(Exception):
 
 
 class Subscription:
-    """One open stream's bounded mailbox."""
+    """One open stream's bounded mailbox.
+
+    A thread waits on it with `get`; an event loop sets `notify` (called after every put and at
+    close, from the publishing thread) and drains it with `poll`, holding no thread while idle.
+    """
 
     def __init__(self, game_id: str, maxsize: int) -> None:
         self.game_id = game_id
@@ -46,6 +57,7 @@ class Subscription:
         self._cond = threading.Condition()
         self._closed = False
         self.merged = 0
+        self.notify: Callable[[], None] | None = None
 
     def put(self, message: StreamMessage) -> None:
         with self._cond:
@@ -58,6 +70,8 @@ class Subscription:
                 self._queue = deque(sorted(newest.values(), key=lambda m: m.id or 0))
             self._queue.append(message)
             self._cond.notify()
+        if self.notify is not None:
+            self.notify()
 
     def get(self, timeout: float) -> StreamMessage | None:
         """The next message, or None after `timeout` seconds without one."""
@@ -68,21 +82,33 @@ class Subscription:
                 raise StreamClosed()
             return self._queue.popleft() if self._queue else None
 
+    def poll(self) -> StreamMessage | None:
+        """The next message without waiting (None when there is none); StreamClosed once closed."""
+        with self._cond:
+            if self._closed:
+                raise StreamClosed()
+            return self._queue.popleft() if self._queue else None
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        if self.notify is not None:
+            self.notify()
 
 
 class Broker:
     """Subscriptions per game plus a short replay buffer of recent changes per game."""
 
-    def __init__(self, queue_size: int = 32, replay_size: int = 64) -> None:
+    def __init__(self, queue_size: int = 32, replay_size: int = 64, replay_games: int = 32) -> None:
         self._queue_size = queue_size
         self._replay_size = replay_size
+        self._replay_games = max(1, replay_games)
         self._lock = threading.Lock()
         self._subs: dict[str, set[Subscription]] = {}
-        self._recent: dict[str, deque[StreamMessage]] = {}
+        # Recent changes of the most recently changed games only: a reconnect to an older game
+        # gets a snapshot instead, and a long evening's games do not stay in memory.
+        self._recent: OrderedDict[str, deque[StreamMessage]] = OrderedDict()
         self._closed = False
 
     def subscribe(self, game_id: str) -> Subscription:
@@ -122,6 +148,9 @@ class Broker:
                     # Never let the replay buffer go backwards; the newer message covers it.
                     return
                 recent.append(message)
+                self._recent.move_to_end(game_id)
+                while len(self._recent) > self._replay_games:
+                    self._recent.popitem(last=False)
             targets = list(self._subs.get(game_id, ()))
         for sub in targets:
             sub.put(message)

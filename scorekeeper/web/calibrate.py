@@ -20,8 +20,17 @@ from flask.blueprints import BlueprintSetupState
 from calibration.library import ProfileLibrary
 from calibration.profile import ProfileError
 from calibration.session import CalibrationError, CalibrationSession
-from scorekeeper.web.api import _body, _require_host
-from scorekeeper.web.live import live_table
+from scorekeeper.web.access import require_host
+from scorekeeper.web.bodies import (
+    CalibrationConfirm,
+    CalibrationExposure,
+    CalibrationRoll,
+    CalibrationSave,
+    CalibrationStart,
+    CalibrationTray,
+    body,
+)
+from scorekeeper.web.context import live_table
 
 log = logging.getLogger(__name__)
 
@@ -109,19 +118,6 @@ def _answer(work: Any) -> Response | tuple[Response, int]:
         return jsonify(error=str(error)), 400
 
 
-def _only(body: dict[str, Any], allowed: set[str]) -> None:
-    unknown = set(body) - allowed
-    if unknown:
-        abort(400, f"unknown field(s) {sorted(unknown)}; expected {sorted(allowed) or 'none'}")
-
-
-def _flag(body: dict[str, Any], key: str, default: bool) -> bool:
-    value = body.get(key, default)
-    if not isinstance(value, bool):
-        abort(400, f"'{key}' must be true or false")
-    return value
-
-
 # -- the page ------------------------------------------------------------------------------
 
 
@@ -135,7 +131,7 @@ def page() -> str:
 
 @bp.get("/api/calibrate")
 def state() -> Response:
-    _require_host()
+    require_host()
     session = desk().current()
     table = live_table()
     return jsonify(
@@ -148,13 +144,13 @@ def state() -> Response:
 
 @bp.get("/api/calibrate/profiles")
 def profiles() -> Response:
-    _require_host()
+    require_host()
     return jsonify(profiles=[e.to_json() for e in desk().library.entries()], active=desk().library.active_name())
 
 
 @bp.post("/api/calibrate/profiles/<name>/activate")
 def activate(name: str) -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
 
     def work() -> dict[str, Any]:
         path = desk().library.activate(name)
@@ -171,45 +167,38 @@ def activate(name: str) -> Response | tuple[Response, int]:
 
 @bp.post("/api/calibrate/start")
 def start() -> Response | tuple[Response, int]:
-    _require_host()
-    body = _body(required=False)
-    _only(body, {"name"})
-    name = body.get("name", "table")
+    require_host()
+    name = body(CalibrationStart, required=False).name
     return _answer(lambda: {"session": desk().start(name).state()})
 
 
 @bp.post("/api/calibrate/camera")
 def camera_check() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(lambda: session.camera_check(_frame()))
 
 
 @bp.post("/api/calibrate/empty")
 def empty() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(lambda: session.capture_empty(_frame()))
 
 
 @bp.post("/api/calibrate/tray")
 def tray() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body()
-    _only(body, {"corners"})
-    if "corners" not in body:
-        abort(400, "the body needs 'corners': four [x, y] points in the empty-tray photo's pixels")
-    return _answer(lambda: session.set_tray(body["corners"]))
+    corners = body(CalibrationTray).corners
+    return _answer(lambda: session.set_tray(corners))
 
 
 @bp.post("/api/calibrate/exposure")
 def exposure() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body(required=False)
-    _only(body, {"relock"})
-    relock = _flag(body, "relock", False)
+    relock = body(CalibrationExposure, required=False).relock
     table = live_table()
     if table is None:
         abort(409, NO_CAMERA)
@@ -218,46 +207,39 @@ def exposure() -> Response | tuple[Response, int]:
 
 @bp.post("/api/calibrate/roll")
 def roll() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body()
-    _only(body, {"dice"})
-    dice = body.get("dice")
-    if dice not in ("tossup", "tallyup"):
-        abort(400, "'dice' must be \"tossup\" or \"tallyup\"")
+    dice = body(CalibrationRoll).dice
     return _answer(lambda: session.capture_roll(_frame(), dice))
 
 
 @bp.post("/api/calibrate/confirm")
 def confirm() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body()
-    _only(body, {"shot", "dice"})
-    return _answer(lambda: session.confirm(body.get("shot"), body.get("dice")))
+    sent = body(CalibrationConfirm)
+    return _answer(lambda: session.confirm(sent.shot, sent.dice))
 
 
 @bp.post("/api/calibrate/teach")
 def teach() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(session.learn_tally)
 
 
 @bp.post("/api/calibrate/check")
 def run_check() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
     return _answer(session.run_check)
 
 
 @bp.post("/api/calibrate/save")
 def save() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     session = desk().session()
-    body = _body(required=False)
-    _only(body, {"activate"})
-    activate_it = _flag(body, "activate", True)
+    activate_it = body(CalibrationSave, required=False).activate
 
     def work() -> dict[str, Any]:
         path = session.save(desk().library, activate=activate_it)

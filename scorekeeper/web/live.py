@@ -9,10 +9,11 @@ from typing import Any, Iterator
 
 from flask import Blueprint, Response, abort, current_app, jsonify, request, send_from_directory
 
-from scorekeeper.live import PHOTO_DIR, LiveError, LiveTable
-from scorekeeper.live_preview import BOUNDARY, multipart, placeholder
-from scorekeeper.web.api import _body, _require_host
-from scorekeeper.web.app import LIVE_EXTENSION
+from scorekeeper.table.live import PHOTO_DIR, LiveError, LiveTable
+from scorekeeper.table.preview import BOUNDARY, multipart, placeholder
+from scorekeeper.web.access import require_host
+from scorekeeper.web.bodies import LiveTarget, ResolvePending, body
+from scorekeeper.web.context import live_table
 
 log = logging.getLogger(__name__)
 
@@ -20,12 +21,6 @@ bp = Blueprint("live", __name__)
 
 _PHOTO_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}\.jpg$")
 NO_CAMERA = "no camera: dicetray serve was started without --source or --demo; enter rolls by hand"
-
-
-def live_table() -> LiveTable | None:
-    """The current app's live table, or None when no camera is configured."""
-    table: LiveTable | None = current_app.extensions.get(LIVE_EXTENSION)
-    return table
 
 
 def _require_live() -> LiveTable:
@@ -70,14 +65,10 @@ def state() -> Response:
 
 @bp.post("/api/live/target")
 def select_target() -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     table = _require_live()
-    body = _body()
-    game = body.get("game")
-    if game is not None and not isinstance(game, str):
-        abort(400, "'game' must be a game id, or null for the most recently played unfinished game")
     try:
-        target = table.select(game)
+        target = table.select(body(LiveTarget).game)
     except LiveError as error:
         return jsonify(error=str(error)), error.status
     return jsonify(target=target)
@@ -85,14 +76,11 @@ def select_target() -> Response | tuple[Response, int]:
 
 @bp.post("/api/live/pending/<pending_id>")
 def resolve_pending(pending_id: str) -> Response | tuple[Response, int]:
-    _require_host()
+    require_host()
     table = _require_live()
-    body = _body()
-    unknown = set(body) - {"action", "dice"}
-    if unknown:
-        abort(400, f"unknown field(s) {sorted(unknown)}; expected action and dice")
+    sent = body(ResolvePending)
     try:
-        loaded = table.resolve(pending_id, body.get("action"), body.get("dice"))
+        loaded = table.resolve(pending_id, sent.action, sent.dice)
     except LiveError as error:
         payload: dict[str, Any] = {"error": str(error)}
         if error.problems:

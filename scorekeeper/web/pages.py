@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from scorekeeper.web.app import scoreboard
+from scorekeeper.web.context import scoreboard
 from scorekeeper.web.auth import normalise_join_code
 from scorekeeper.web.views import summary
 

@@ -15,8 +15,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, GameRecord, GameStore, LoadedGame, VersionConflict, fold
-from scorekeeper.web.auth import Auth, new_join_code, normalise_join_code
+from scorekeeper.web.auth import Auth, Caller, HeldSeat, new_join_code, normalise_join_code
 from scorekeeper.web.broker import Broker, StreamMessage
+from scorekeeper.web.seats import Seats, TryLimiter
 from scorekeeper.web.views import ChoiceProgress, game_view
 
 log = logging.getLogger(__name__)
@@ -40,11 +41,19 @@ class _Pending:
     choices: dict[str, str]
 
 
+class SeatHeld(Exception):
+    """Another device holds the seat a join asked for."""
+
+
 class Scoreboard:
-    def __init__(self, store: GameStore, broker: Broker, auth: Auth) -> None:
+    def __init__(self, store: GameStore, broker: Broker, auth: Auth, seats: Seats | None = None,
+                 join_tries: TryLimiter | None = None) -> None:
         self.store = store
         self.broker = broker
         self.auth = auth
+        self.seats = seats if seats is not None else Seats()
+        #: Wrong join codes per client: codes cannot be guessed at the speed of a script.
+        self.join_tries = join_tries if join_tries is not None else TryLimiter()
         self._lock = threading.RLock()
         self._pending: dict[str, _Pending] = {}
         self._listeners: list[Callable[[LoadedGame], None]] = []
@@ -115,6 +124,21 @@ class Scoreboard:
             if not record.over and record.meta.get("join_code") == wanted:
                 return record
         raise GameNotFound(f"no game in progress has the join code {wanted!r}")
+
+    def held_seat(self, game_id: str, seat: int) -> HeldSeat | None:
+        return self.seats.holder(game_id, seat)
+
+    def join(self, record: GameRecord, player: str, who: Caller) -> str:
+        """A token for `player`'s seat; raises SeatHeld while another device holds it."""
+        seat = record.players.index(player)
+        held = self.seats.holder(record.id, seat)
+        if held is not None and who.game_id == record.id and who.seat == seat:
+            return self.auth.player_token(record.id, seat, held)  # the holder joining again
+        held = self.seats.claim(record.id, seat, player, self.auth.new_claim())
+        if held is None:
+            raise SeatHeld(f"{player}'s seat is held by another device: {player} can leave it there, "
+                           "or the host can free it")
+        return self.auth.player_token(record.id, seat, held)
 
     def history(self, game_id: str) -> list[dict[str, Any]]:
         """Every accepted event with who acted and the state just after it."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from scanner.sources import open_source
-from scorekeeper.live_synthetic import Clip, write_throws
+from scorekeeper.table.synthetic import Clip, write_throws
 from scorekeeper.store import GameStore
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def run_soak(minutes: float = 10.0, clients: int = 20, fps: float = 30.0,
              progress: Callable[[str], None] = lambda line: None) -> SoakResult:
     from scorekeeper.web.app import EXTENSION, LIVE_EXTENSION, create_app
     from scorekeeper.web.bench import _Readers
-    from scorekeeper.web.server import BackgroundServer
+    from scorekeeper.web.server import WebServer
 
     # waitress says so when the stream clients connect all at once; not news for a benchmark.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
@@ -129,7 +129,7 @@ def run_soak(minutes: float = 10.0, clients: int = 20, fps: float = 30.0,
         })
         board = app.extensions[EXTENSION]
         live = app.extensions[LIVE_EXTENSION]
-        server = BackgroundServer(app, threads=clients + 16).start()
+        server = WebServer(app, threads=clients + 16).start()
         readers = None
         try:
             readers = _Readers(server.port, f"/api/games/{game_id}/stream", clients)
