@@ -48,8 +48,8 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     """Serve the scoreboard (table, phones, history) with waitress, and score from the camera."""
     from waitress import create_server
 
-    from scorekeeper.live import DEMO_SOURCE, ConfigError
-    from scorekeeper.live_sources import demo_source, find_camera
+    from scorekeeper.table.live import DEMO_SOURCE, ConfigError
+    from scorekeeper.table.sources import demo_source, find_camera
     from scorekeeper.paths import default_data_dir
     from scorekeeper.web import create_app
     from scanner.sources import SourceUnavailable
@@ -151,7 +151,7 @@ def _demo_game(board: object) -> None:
               help="The calibration profile serve will use.")
 def doctor(data_dir: Path | None, source: str | None, profile: Path | None) -> None:
     """Check what usually goes wrong on a Pi: camera, libraries, data directory, profile, disk."""
-    from scorekeeper.live_doctor import run_checks
+    from scorekeeper.table.doctor import run_checks
     from scorekeeper.paths import default_data_dir
 
     results = run_checks(data_dir or default_data_dir(), source=source, profile=profile)
@@ -200,7 +200,7 @@ def bench_web(clients: int, events: int, timeout: float) -> None:
 @click.option("--fps", default=30.0, show_default=True, type=click.FloatRange(1, 60))
 def bench_soak(minutes: float, clients: int, fps: float) -> None:
     """Replay drawn throws at 30 fps through the live table with stream clients; count rolls and memory."""
-    from scorekeeper.live_soak import run_soak
+    from scorekeeper.table.soak import run_soak
 
     result = run_soak(minutes=minutes, clients=clients, fps=fps, progress=click.echo)
     for line in result.lines():
@@ -225,7 +225,7 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
     after teaching."""
     from calibration.bench import bench_taught_look
     from scanner.cli import CHECK_SET_TITLES, FIXTURES, PLAY_SET, bench_check_set, bench_scanner
-    from scorekeeper.game_bench import bench_game_rolls
+    from scorekeeper.table.game_bench import bench_game_rolls
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
     chosen = None if split == "all" else split

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from calibration.library import ProfileLibrary
 from calibration.profile import Profile, save_profile
 from scorekeeper.cli import main
-from scorekeeper.live_doctor import (
+from scorekeeper.table.doctor import (
     DiskUsage,
     check_camera,
     check_data_dir,
@@ -22,7 +22,7 @@ from scorekeeper.live_doctor import (
     check_video_group,
     run_checks,
 )
-from scorekeeper.live_synthetic import draw_tray
+from scorekeeper.table.synthetic import draw_tray
 
 
 def _levels(results):

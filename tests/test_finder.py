@@ -18,7 +18,7 @@ from scanner.frames import UNSURE, DieReading
 from scanner.labels import LabelledDie, photo_labels
 from scanner.reader import Scanner
 from scanner.tossup import half_size, read_tossup, rim_colour
-from scorekeeper.live_synthetic import draw_tray
+from scorekeeper.table.synthetic import draw_tray
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

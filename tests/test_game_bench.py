@@ -10,7 +10,7 @@ import pytest
 
 from scanner.frames import DieReading
 from scanner.labels import LabelledDie
-from scorekeeper.game_bench import GameTally, bench_game_rolls, situation
+from scorekeeper.table.game_bench import GameTally, bench_game_rolls, situation
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -115,7 +115,7 @@ def test_the_bench_names_a_photo_it_cannot_read(tmp_path):
 
 
 def test_the_bench_lists_the_rolls_not_scored_right_then_a_count(tmp_path, monkeypatch):
-    import scorekeeper.game_bench as game_bench
+    import scorekeeper.table.game_bench as game_bench
 
     folder = tmp_path / "tallyup"
     folder.mkdir()

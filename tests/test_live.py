@@ -14,8 +14,8 @@ import pytest
 
 from scanner.frames import Frame
 from scanner.sources import FrameSource, SourceFailed, SourceUnavailable
-from scorekeeper.live import ConfigError, LiveConfig, _same_tray
-from scorekeeper.live_synthetic import draw_tray, layout
+from scorekeeper.table.live import ConfigError, LiveConfig, _same_tray
+from scorekeeper.table.synthetic import draw_tray, layout
 from scorekeeper.store import GameStore
 from scorekeeper.web import create_app
 from scorekeeper.web.app import LIVE_EXTENSION
@@ -299,7 +299,7 @@ class NotYet:
 
 
 def test_a_dice_set_that_cannot_be_read_yet_says_so_while_manual_entry_works(tmp_path, apps, monkeypatch):
-    monkeypatch.setattr("scorekeeper.live.load_scanner", lambda dice_set, profile: NotYet())
+    monkeypatch.setattr("scorekeeper.table.live.load_scanner", lambda dice_set, profile: NotYet())
     source = ReplaySource(throw(TEN))
     app, gid = make_app(tmp_path, lambda: source, game="tallyup", players=("Ann", "Bob"))
     apps.append(app)
@@ -398,7 +398,7 @@ def test_the_stand_in_drops_a_throw_of_the_tally_round_it_ended(tmp_path, apps, 
                                die=die, face=face, confidence=0.99, size=50.0)
                     for i, (die, face) in enumerate(dice)]
 
-    monkeypatch.setattr("scorekeeper.live.load_scanner", lambda dice_set, profile: Scripted())
+    monkeypatch.setattr("scorekeeper.table.live.load_scanner", lambda dice_set, profile: Scripted())
     source = ReplaySource(throw(TEN) + throw(OTHER_TEN, seed=2))
     app, gid = make_app(tmp_path, lambda: source, game="tallyup", LIVE_STAND_IN=True)
     apps.append(app)
@@ -480,7 +480,7 @@ def test_same_tray_needs_the_same_faces_in_the_same_places():
 
 
 def test_a_controllable_camera_is_locked_after_it_opens():
-    from scorekeeper.live import ExposureLocked
+    from scorekeeper.table.live import ExposureLocked
 
     calls = []
 
@@ -504,7 +504,7 @@ def test_a_scanner_that_fails_to_load_never_stops_the_watcher(tmp_path, apps, mo
     def broken(dice_set, profile):
         raise FileNotFoundError("scanner/data/model.json")
 
-    monkeypatch.setattr("scorekeeper.live.load_scanner", broken)
+    monkeypatch.setattr("scorekeeper.table.live.load_scanner", broken)
     app, gid = make_app(tmp_path, lambda: ReplaySource(throw(TEN)))
     apps.append(app)
     live = app.extensions[LIVE_EXTENSION]
@@ -517,7 +517,7 @@ def test_a_scanner_that_fails_to_load_never_stops_the_watcher(tmp_path, apps, mo
 def test_switching_to_a_game_of_another_dice_set_reads_it(tmp_path, apps, monkeypatch):
     from scanner.reader import Scanner
 
-    monkeypatch.setattr("scorekeeper.live.load_scanner",
+    monkeypatch.setattr("scorekeeper.table.live.load_scanner",
                         lambda dice_set, profile: NotYet() if dice_set == "tallyup" else Scanner(dice_set))
     gate = threading.Event()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scorekeeper.live_synthetic import write_throws
+from scorekeeper.table.synthetic import write_throws
 from scorekeeper.store import GameStore
 
 TOKEN = "process-test-token"

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from scorekeeper.cli import main
-from scorekeeper.live_soak import SoakResult, expected_throws, throw_of
-from scorekeeper.live_synthetic import Clip
+from scorekeeper.table.soak import SoakResult, expected_throws, throw_of
+from scorekeeper.table.synthetic import Clip
 
 
 def test_throws_are_told_apart_by_where_they_settled(tmp_path):
@@ -40,7 +40,7 @@ def test_a_short_soak_passes():
 
 
 def test_the_memory_trend_is_a_least_squares_slope():
-    from scorekeeper.live_soak import _slope
+    from scorekeeper.table.soak import _slope
 
     assert _slope([(0, 100), (10, 120), (20, 140)]) == 2.0
     assert _slope([(0, 100), (10, 100)]) != _slope([(0, 100), (10, 100)])  # NaN: too few samples

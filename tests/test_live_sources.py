@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from scanner.sources import SourceUnavailable
 from scorekeeper.cli import main
-from scorekeeper.live_sources import PlaylistSource, SlideshowSource, demo_photos, demo_source, find_camera
-from scorekeeper.live_synthetic import draw_tray
+from scorekeeper.table.sources import PlaylistSource, SlideshowSource, demo_photos, demo_source, find_camera
+from scorekeeper.table.synthetic import draw_tray
 
 
 def _video(path, frames, value):

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 
 from scanner.frames import DieReading
-from scorekeeper.live_preview import PreviewEncoder, PreviewSnapshot, annotate, placeholder
+from scorekeeper.table.preview import PreviewEncoder, PreviewSnapshot, annotate, placeholder
 from scorekeeper.web.app import LIVE_EXTENSION
 from tests.test_live import TEN, ReplaySource, _image, make_app, throw, wait_until
 

@@ -10,8 +10,8 @@ import pytest
 
 from scanner.frames import UNSURE
 from scanner.reader import Scanner
-from scorekeeper.live_synthetic import draw_tray as draw_dice
-from scorekeeper.live_synthetic import square_corners as square
+from scorekeeper.table.synthetic import draw_tray as draw_dice
+from scorekeeper.table.synthetic import square_corners as square
 
 BACKGROUNDS = {"dark_felt": (40, 38, 36), "green_felt": (40, 95, 30), "wood": (60, 110, 160), "white_board": (225, 228, 230)}
 

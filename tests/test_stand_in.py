@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scorekeeper.rules import new_game
-from scorekeeper.stand_in import stand_in_for
+from scorekeeper.table.stand_in import stand_in_for
 
 
 def tossup_dice(*faces: str) -> list[dict[str, Any]]:

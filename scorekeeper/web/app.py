@@ -12,7 +12,7 @@ from flask import Flask, Response, current_app, jsonify, render_template, reques
 from werkzeug.exceptions import HTTPException
 
 from scorekeeper import __version__
-from scorekeeper.live import LIVE_DEFAULTS, ConfigError, live_table_from_config
+from scorekeeper.table.live import LIVE_DEFAULTS, ConfigError, live_table_from_config
 from scorekeeper.paths import default_data_dir
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, GameStore, VersionConflict

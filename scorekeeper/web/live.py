@@ -9,8 +9,8 @@ from typing import Any, Iterator
 
 from flask import Blueprint, Response, abort, current_app, jsonify, request, send_from_directory
 
-from scorekeeper.live import PHOTO_DIR, LiveError, LiveTable
-from scorekeeper.live_preview import BOUNDARY, multipart, placeholder
+from scorekeeper.table.live import PHOTO_DIR, LiveError, LiveTable
+from scorekeeper.table.preview import BOUNDARY, multipart, placeholder
 from scorekeeper.web.api import _body, _require_host
 from scorekeeper.web.app import LIVE_EXTENSION
 

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from flask import Blueprint, Response, current_app, request
 
-from scorekeeper.live import LiveTable
+from scorekeeper.table.live import LiveTable
 from scorekeeper.web.app import LIVE_EXTENSION, scoreboard
 from scorekeeper.web.broker import StreamClosed, StreamMessage
 from scorekeeper.web.service import Scoreboard

@@ -22,7 +22,7 @@ from scanner.sources import FrameSource, SourceFailed, SourceUnavailable, open_s
 
 log = logging.getLogger(__name__)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 NAMES = {"tossup": "Toss Up", "tallyup": "Tally Up"}
 
 

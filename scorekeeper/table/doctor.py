@@ -106,7 +106,7 @@ def check_camera(source: str | None, finder: Callable[[], tuple[str | None, str]
                  opener: Callable[[str], Any] | None = None, timeout: float = CAMERA_TIMEOUT_S) -> CheckResult:
     """The configured source delivers a frame; without one, whether a Pi camera is attached."""
     from scanner.sources import open_source
-    from scorekeeper.live_sources import find_camera
+    from scorekeeper.table.sources import find_camera
 
     if source is None:
         found, reason = (finder or find_camera)()

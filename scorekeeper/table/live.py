@@ -36,10 +36,10 @@ from scanner.frames import DieReading, Frame, Roll, TrayChanged
 from scanner.reader import Scanner, load_scanner
 from scanner.settle import SettleWatcher
 from scanner.sources import FrameSource, SourceUnavailable, open_source
-from scorekeeper.live_preview import PreviewEncoder, PreviewSnapshot
-from scorekeeper.live_sources import demo_source
+from scorekeeper.table.preview import PreviewEncoder, PreviewSnapshot
+from scorekeeper.table.sources import demo_source
 from scorekeeper.readings import Problem, interpret
-from scorekeeper.stand_in import stand_in_for
+from scorekeeper.table.stand_in import stand_in_for
 from scorekeeper.rules import RuleError
 from scorekeeper.store import GameNotFound, LoadedGame, VersionConflict
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from scanner.sources import open_source
-from scorekeeper.live_synthetic import Clip, write_throws
+from scorekeeper.table.synthetic import Clip, write_throws
 from scorekeeper.store import GameStore
 
 log = logging.getLogger(__name__)

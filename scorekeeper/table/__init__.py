@@ -1,0 +1,1 @@
+"""The live table: camera -> scanner -> game, and the tools that exercise it (doctor, soak, bench)."""
