@@ -143,9 +143,9 @@ def check_picamera2(loader: Callable[[], Any] | None = None, pi: bool | None = N
             import numpy
 
             return CheckResult("picamera2", "FAIL", f"picamera2 is installed but fails with numpy {numpy.__version__}: {text}",
-                               "the OS picamera2 is built against the OS numpy: in the venv run "
-                               "`pip uninstall numpy` (the venv then uses the OS numpy) or install the OS numpy's "
-                               "major version, e.g. `pip install 'numpy<2'`")
+                               "the OS picamera2 is built against the OS numpy: make the venv again with "
+                               "--system-site-packages and the OS release's install command (Bookworm: "
+                               "`pip install -c deploy/pi-bookworm.txt -e .`; see docs/raspberry-pi.md)")
         if pi:
             return CheckResult("picamera2", "FAIL", "not importable",
                                "sudo apt install python3-picamera2, and make the venv with "
