@@ -226,6 +226,7 @@ def _score(model, photos):
     return card
 
 
+@pytest.mark.slow  # 24 photos read per look, half a minute each: CI runs it in its own pass (.ci/run)
 @pytest.mark.parametrize("look_name", ["A", "B"])
 def test_taught_on_18_photos_reads_other_photos_of_the_same_look(look_name, model_a, model_b):
     model, look = (model_a, LOOK_A) if look_name == "A" else (model_b, LOOK_B)
