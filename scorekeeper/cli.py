@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -83,6 +84,9 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
         from calibration.library import ProfileLibrary
 
         profile = ProfileLibrary(data_dir or default_data_dir()).active_path()
+    taken = _port_taken(host, port)
+    if taken is not None:  # before the app exists: no camera started, no "ready" said
+        raise click.ClickException(_busy_port(host, port, taken))
     token = host_token or secrets.token_urlsafe(12)
     config = {"DATA_DIR": data_dir, "HOST_TOKEN": token, "LIVE_SOURCE": live_source,
               "LIVE_DICE": dice_set, "LIVE_PROFILE": profile}
@@ -94,9 +98,8 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     try:
         server = create_server(app, host=host, port=port, threads=threads, ident="dicetray")
     except OSError as error:
-        board.close()  # the camera thread is running already
-        raise click.ClickException(f"cannot listen on {host}:{port} ({error.strerror or error}): is dicetray serve "
-                                   "already running? Stop it, or choose another --port") from error
+        board.close()  # taken since the check above: the camera thread is running already
+        raise click.ClickException(_busy_port(host, port, error)) from error
     if demo:
         _demo_game(board)
     actual_port = server.effective_port  # type: ignore[union-attr]
@@ -131,6 +134,29 @@ def serve(host: str, port: int, data_dir: Path | None, host_token: str | None, t
     # Stopped: a late signal must not kill the interpreter on its way out (exit status 0).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _port_taken(host: str, port: int) -> OSError | None:
+    """Why `host:port` cannot be listened on now (bound as waitress binds it), or None."""
+    if port == 0:
+        return None
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        return error
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            return error
+    return None
+
+
+def _busy_port(host: str, port: int, error: OSError) -> str:
+    return (f"cannot listen on {host}:{port} ({error.strerror or error}): is dicetray serve already running? "
+            "Stop it, or choose another --port")
 
 
 def _demo_game(board: object) -> None:

@@ -91,6 +91,8 @@ def test_a_port_in_use_is_told_plainly_and_starts_no_demo_game(tmp_path: Path):
     assert result.returncode == 1, result.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "already running" in result.stderr
     assert "Traceback" not in result.stderr
+    # Told before anything starts: no "ready", no camera, no demo game.
+    assert "scoreboard ready" not in result.stderr and "scoreboard" not in result.stdout
     assert GameStore(tmp_path / "data" / "games.sqlite3").list_games() == []
 
 
