@@ -196,6 +196,9 @@ def test_hand_entry_stays_above_the_fold_and_the_photo_opens_full_screen(browser
         page.locator(".modal [data-face=green]").click()
         expect(page.locator("#last")).to_contain_text("corrected")
         expect(page.locator("#turnpoints")).to_contain_text("3")  # two greens, and the red made green
+        page.goto(f"{server.url}/games/{game_id}/history")
+        note = page.locator(".reading").first
+        expect(note).to_contain_text(re.compile(r"camera: (sure of every die|least sure die \d\d? %)"))
     finally:
         context.close()
     assert not errors, errors

@@ -50,7 +50,14 @@
     var lowest = confidences.length ? Math.min.apply(null, confidences) : null;
     return '<div class="small muted reading"><a href="' + esc(reading.image) + '" target="_blank" rel="noopener">' +
       '<img class="thumb" loading="lazy" alt="photo of this roll" src="' + esc(reading.image) + '"></a> camera' +
-      (lowest !== null ? " least sure die " + Math.round(lowest * 100) + " %" : "") + (reading.corrected ? " · fixed by the host" : "") + "</div>";
+      sureness(lowest) + (reading.corrected ? " · fixed by the host" : "") + "</div>";
+  }
+
+  // How sure the camera was of its least sure die; "sure of every die" where none fell short.
+  function sureness(lowest) {
+    if (lowest === null) return "";
+    var percent = Math.round(lowest * 100);
+    return percent >= 100 ? ": sure of every die" : ": least sure die " + percent + " %";
   }
 
   function result(row) {
