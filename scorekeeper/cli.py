@@ -160,10 +160,13 @@ def _busy_port(host: str, port: int, error: OSError) -> str:
 
 
 def _demo_game(board: object) -> None:
-    """A Toss Up game for the demo's replayed rolls to land in, unless one is in progress."""
+    """A Toss Up game of the demo's own for its replayed rolls to land in, unless one is in
+    progress. Games started by hand are left to hand entry (or put on the table on purpose)."""
+    from scorekeeper.table.live import DEMO_GAME
+
     games = board.list_games()  # type: ignore[attr-defined]
-    if not any(not record.over for record in games):
-        loaded = board.create("tossup", ["Ann", "Bob"], {"target": 100})  # type: ignore[attr-defined]
+    if not any(not record.over and record.meta.get(DEMO_GAME) for record in games):
+        loaded = board.create("tossup", ["Ann", "Bob"], {"target": 100}, meta={DEMO_GAME: True})  # type: ignore[attr-defined]
         click.echo(f"Demo: a Toss Up game for Ann and Bob (/games/{loaded.record.id}) is on the table.")
 
 

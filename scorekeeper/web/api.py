@@ -12,7 +12,7 @@ from flask import Blueprint, Response, abort, current_app, jsonify, request, url
 from scorekeeper.store import LoadedGame
 from scorekeeper.web.app import scoreboard
 from scorekeeper.web.auth import Caller
-from scorekeeper.web.stats import game_stats
+from scorekeeper.web.stats import fairness_sample, game_stats
 from scorekeeper.web.views import summary
 
 log = logging.getLogger(__name__)
@@ -182,8 +182,9 @@ def list_events(game_id: str) -> Response:
 @bp.get("/games/<game_id>/stats")
 def stats(game_id: str) -> Response:
     loaded = scoreboard().get(game_id)
-    dice = game_stats(loaded.record.game, [logged.event for logged in loaded.events])
-    return jsonify(id=game_id, version=loaded.version, dice=[die.as_json() for die in dice])
+    events, replayed = fairness_sample(loaded.events)
+    dice = game_stats(loaded.record.game, events)
+    return jsonify(id=game_id, version=loaded.version, dice=[die.as_json() for die in dice], replayed_left_out=replayed)
 
 
 # -- secret IN/OUT ------------------------------------------------------------------

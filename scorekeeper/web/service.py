@@ -144,10 +144,13 @@ class Scoreboard:
 
     # -- writing ----------------------------------------------------------------
 
-    def create(self, game: str, players: list[str], options: Mapping[str, Any]) -> LoadedGame:
+    def create(self, game: str, players: list[str], options: Mapping[str, Any],
+               meta: Mapping[str, Any] | None = None) -> LoadedGame:
+        """A new game with its own join code; `meta` (the demo's mark, the game it is a rematch
+        of) is kept beside it."""
         with self._lock:
             taken = {str(r.meta.get("join_code")) for r in self.store.list_games() if not r.over}
-            loaded = self.store.create(game, players, options, meta={"join_code": new_join_code(taken)})
+            loaded = self.store.create(game, players, options, meta={**(meta or {}), "join_code": new_join_code(taken)})
             self._notify(loaded)
         return loaded
 

@@ -121,7 +121,9 @@
             '%"></div><div class="exp" style="left:' + (f.probability / scale * 100).toFixed(1) + '%"></div></div>' +
             '<span class="num">' + f.observed + ' <span class="muted">/ ' + f.expected.toFixed(1) + "</span></span>";
         }).join("") + "</div></div>";
-    }).join("");
+    }).join("") + (stats.replayed_left_out ? '<p class="muted small" id="replayednote">' + stats.replayed_left_out +
+      (stats.replayed_left_out === 1 ? " roll" : " rolls") + " replayed by the demo camera left out: the same clips " +
+      "again and again say nothing about these dice.</p>" : "");
   }
 
   document.getElementById("rows").addEventListener("click", function (event) {
