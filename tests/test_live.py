@@ -15,11 +15,12 @@ import pytest
 
 from scanner.frames import Frame
 from scanner.sources import FrameSource, SourceFailed, SourceUnavailable
-from scorekeeper.table.live import DEMO_GAME, DEMO_PHOTOS_KEPT, REMATCH_OF, ConfigError, LiveConfig, _same_tray
+from scorekeeper.table.live import DEMO_GAME, DEMO_PHOTOS_KEPT, ConfigError, LiveConfig, _same_tray
 from scorekeeper.table.synthetic import draw_tray, layout
 from scorekeeper.store import GameStore
 from scorekeeper.web import create_app
 from scorekeeper.web.app import LIVE_EXTENSION
+from scorekeeper.web.service import REMATCH_OF
 from tests.conftest import HOST_TOKEN, send
 
 HOST = {"Authorization": f"Bearer {HOST_TOKEN}"}

@@ -52,8 +52,6 @@ DEMO_SOURCE = "demo"
 #: Meta key of the games a stand-in host plays (the demo's): its camera scores only those, or a
 #: game the host put on the table on purpose (`select`), never a game started for hand entry.
 DEMO_GAME = "demo"
-#: Meta key of a game started as the rematch of another (its id): the pages follow it.
-REMATCH_OF = "rematch_of"
 #: The demo keeps the photos of its latest rolls only: it replays the same clips for ever.
 DEMO_PHOTOS_KEPT = 50
 UNREADABLE = "this dice set cannot be read yet"
@@ -729,14 +727,11 @@ class LiveTable:
 
     def _rematch(self) -> str | None:
         """The demo plays for ever: once its game is over, the same players start another."""
-        games = self.board.list_games()
-        followed = {record.meta.get(REMATCH_OF) for record in games}
-        finished = next((record for record in games if record.over and record.meta.get(DEMO_GAME)
-                         and record.id not in followed), None)
+        finished = next((record for record in self.board.list_games() if record.over and record.meta.get(DEMO_GAME)
+                         and self.board.rematch_id(record.id) is None), None)
         if finished is None:
             return None
-        loaded = self.board.create(finished.game, finished.players, finished.options,
-                                   meta={DEMO_GAME: True, REMATCH_OF: finished.id})
+        loaded = self.board.rematch(finished.id)
         log.info("stand-in: game %s is over; %s start game %s", finished.id, " and ".join(finished.players),
                  loaded.record.id)
         return str(loaded.record.id)

@@ -12,6 +12,7 @@ from flask import Blueprint, Response, abort, current_app, jsonify, request, url
 from scorekeeper.store import LoadedGame
 from scorekeeper.web.app import scoreboard
 from scorekeeper.web.auth import Caller
+from scorekeeper.web.service import GameNotOver
 from scorekeeper.web.stats import fairness_sample, game_stats
 from scorekeeper.web.views import summary
 
@@ -266,6 +267,35 @@ def join(code: str) -> Response:
     token = board.auth.player_token(record.id, record.players.index(player), player)
     log.info("a device joined game %s as %s", record.id, player)
     return jsonify(id=record.id, game=record.game, player=player, token=token)
+
+
+@bp.post("/games/<game_id>/rematch")
+def rematch(game_id: str) -> tuple[Response, int]:
+    """The same players and options again; the finished game's pages follow it."""
+    _require_host()
+    try:
+        loaded = scoreboard().rematch(game_id)
+    except GameNotOver as error:
+        abort(409, str(error))
+    return jsonify(_game_json(loaded)), 201
+
+
+@bp.post("/games/<game_id>/rematch/seat")
+def rematch_seat(game_id: str) -> Response:
+    """A player of a finished game takes the same seat in its rematch, without joining again."""
+    board = scoreboard()
+    board.get(game_id)
+    _, player = _require_player_of(game_id)
+    if player is None:
+        abort(400, "only a player's device has a seat to carry over")
+    rematch_id = board.rematch_id(game_id)
+    if rematch_id is None:
+        abort(404, "this game has no rematch yet")
+    record = board.get(rematch_id).record
+    if player not in record.players:
+        abort(409, f"{player} does not play in the rematch")
+    token = board.auth.player_token(record.id, record.players.index(player), player)
+    return jsonify(id=record.id, game=record.game, player=player, token=token, code=board.join_code(record))
 
 
 @bp.get("/whoami")

@@ -21,6 +21,8 @@
   var live = DT.live(gameId, {
     onView: function (v) {
       if (view && v.version < view.version) return;  // a late refresh must not undo newer news
+      // A rematch started while this finished game is on show: the table follows it.
+      if (v.rematch && view && !view.rematch) return followRematch(v.rematch);
       view = v;
       secret = v.secret;
       render();
@@ -320,12 +322,19 @@
     }).join("");
   }
 
+  function followRematch(id) { window.location.href = "/games/" + encodeURIComponent(id); }
+
+  function rematchButton() {
+    if (view.rematch) return '<a class="button primary huge" id="rematchlink" href="/games/' + esc(view.rematch) + '">Rematch in play ▶</a>';
+    return DT.isHost() ? '<button type="button" class="primary huge" id="rematch">Rematch: same players ▶</button>' : "";
+  }
+
   function gameOver(s) {
     var best = Math.max.apply(null, s.players.map(function (p) { return p.score; }));
     var text = s.winners.length > 1 ? s.winners.join(" & ") + " share the win with " + best + "!" :
       s.winners[0] + " wins with " + best + "!";
     return '<div class="banner" id="winner">★ ' + esc(text) + "</div>" + '<section class="card">' + lastPanel(s) + "</section>" +
-      '<div class="row"><a class="button primary huge" href="/">New game</a>' +
+      '<div class="row">' + rematchButton() + '<a class="button huge" href="/">New game</a>' +
       '<a class="button huge" href="/games/' + esc(gameId) + '/history">History &amp; dice stats</a></div>';
   }
 
@@ -636,6 +645,9 @@
     }
     if ((el = t.closest("[data-secret]"))) return secretChoice(el.getAttribute("data-secret"));
     if ((el = t.closest("[data-fix]"))) return correct(+el.getAttribute("data-fix"));
+    if (t.closest("#rematch")) {
+      return act("POST", base + "/rematch", undefined, function (started) { followRematch(started.id); });
+    }
   });
 
   // A tap on a die of the last roll: pick the right face, then the server re-folds the game.
