@@ -47,25 +47,48 @@ class ReplaySource(FrameSource):
     """Serves a list of images at 30 fps timestamps; an Exception in the list is raised instead.
 
     `delay` paces delivery (faster than real time keeps tests short; the watcher still keeps up).
+    After the last image it goes on showing it for `hold` seconds, as a camera over a still tray
+    would: on a machine so busy that the watcher reads one frame while all the still ones go by,
+    the dice still settle (the watcher drops frames, it never queues them). A script that ends
+    in an Exception holds nothing.
     """
 
-    def __init__(self, script: list[Any], delay: float = 0.006, name: str = "replay") -> None:
+    def __init__(self, script: list[Any], delay: float = 0.006, name: str = "replay", hold: float = 4.0) -> None:
         self.script = list(script)
         self.delay = delay
         self.name = name
         self.index = 0
         self.fps = 30.0
         self.failed_at: float | None = None
+        self.hold = hold
+        self._last: np.ndarray | None = None
+        self._held_until: float | None = None
 
     def read(self) -> Frame | None:
         time.sleep(self.delay)
         if not self.script:
-            return None
+            return self._held()
         item = self.script.pop(0)
         if isinstance(item, Exception):
             self.failed_at = time.monotonic()
+            self._last = None
             raise item
-        frame = Frame(image=item, index=self.index, t=self.index / 30.0)
+        self._last = item
+        return self._frame(item)
+
+    def _held(self) -> Frame | None:
+        if self._last is None:
+            return None
+        if self._held_until is None:
+            self._held_until = time.monotonic() + self.hold
+        if time.monotonic() > self._held_until:
+            self._last = None
+            return None
+        time.sleep(max(0.0, 1 / 30 - self.delay))  # still frames at the camera's own pace
+        return self._frame(self._last)
+
+    def _frame(self, image: np.ndarray) -> Frame:
+        frame = Frame(image=image, index=self.index, t=self.index / 30.0)
         self.index += 1
         return frame
 

@@ -322,7 +322,13 @@
     }).join("");
   }
 
-  function followRematch(id) { window.location.href = "/games/" + encodeURIComponent(id); }
+  // Once only: the host's own button and the stream both tell of the rematch.
+  var following = false;
+  function followRematch(id) {
+    if (following) return;
+    following = true;
+    window.location.href = "/games/" + encodeURIComponent(id);
+  }
 
   function rematchButton() {
     if (view.rematch) return '<a class="button primary huge" id="rematchlink" href="/games/' + esc(view.rematch) + '">Rematch in play ▶</a>';
