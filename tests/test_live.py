@@ -46,11 +46,12 @@ def throw(faces: tuple[str, ...], seed: int = 1, rest: int = 40) -> list[np.ndar
 class ReplaySource(FrameSource):
     """Serves a list of images at 30 fps timestamps; an Exception in the list is raised instead.
 
-    `delay` paces delivery (faster than real time keeps tests short; the watcher still keeps up).
-    After the last image it goes on showing it for `hold` seconds, as a camera over a still tray
-    would: on a machine so busy that the watcher reads one frame while all the still ones go by,
-    the dice still settle (the watcher drops frames, it never queues them). A script that ends
-    in an Exception holds nothing.
+    `delay` paces delivery (faster than real time keeps tests short) while the picture changes;
+    a picture shown again (the dice at rest) comes at the camera's own 30 fps, as on a real
+    table: on a machine so busy that the watcher takes a tenth of a second a frame, the dice
+    still rest long enough to settle (the watcher drops frames, it never queues them). After the
+    last image it goes on showing it for `hold` seconds; a script that ends in an Exception
+    holds nothing.
     """
 
     def __init__(self, script: list[Any], delay: float = 0.006, name: str = "replay", hold: float = 4.0) -> None:
@@ -73,6 +74,8 @@ class ReplaySource(FrameSource):
             self.failed_at = time.monotonic()
             self._last = None
             raise item
+        if item is self._last:
+            time.sleep(max(0.0, 1 / 30 - self.delay))
         self._last = item
         return self._frame(item)
 
