@@ -7,6 +7,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -85,6 +86,9 @@ def serve(host: str, port: int, data_dir: Path | None, host_token_file: Path | N
         from calibration.library import ProfileLibrary
 
         profile = ProfileLibrary(data_dir or default_data_dir()).active_path()
+    taken = _port_taken(host, port)
+    if taken is not None:  # before the app exists: no camera started, no "ready" said
+        raise click.ClickException(_busy_port(host, port, taken))
     token = _host_token(host_token_file) or secrets.token_urlsafe(12)
     config = {"DATA_DIR": data_dir, "HOST_TOKEN": token, "LIVE_SOURCE": live_source,
               "LIVE_DICE": dice_set, "LIVE_PROFILE": profile}
@@ -96,9 +100,8 @@ def serve(host: str, port: int, data_dir: Path | None, host_token_file: Path | N
     try:
         server = WebServer(app, host=host, port=port, threads=threads)
     except OSError as error:
-        board.close()  # the camera thread is running already
-        raise click.ClickException(f"cannot listen on {host}:{port} ({error.strerror or error}): is dicetray serve "
-                                   "already running? Stop it, or choose another --port") from error
+        board.close()  # taken since the check above: the camera thread is running already
+        raise click.ClickException(_busy_port(host, port, error)) from error
     if demo:
         _demo_game(board)
     actual_port = server.port
@@ -144,11 +147,37 @@ def _host_token(path: Path | None) -> str | None:
         raise click.ClickException(f"cannot read the host token from {path}: {error}") from error
 
 
+def _port_taken(host: str, port: int) -> OSError | None:
+    """Why `host:port` cannot be listened on now (bound as the server binds it), or None."""
+    if port == 0:
+        return None
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        return error
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            return error
+    return None
+
+
+def _busy_port(host: str, port: int, error: OSError) -> str:
+    return (f"cannot listen on {host}:{port} ({error.strerror or error}): is dicetray serve already running? "
+            "Stop it, or choose another --port")
+
+
 def _demo_game(board: object) -> None:
-    """A Toss Up game for the demo's replayed rolls to land in, unless one is in progress."""
+    """A Toss Up game of the demo's own for its replayed rolls to land in, unless one is in
+    progress. Games started by hand are left to hand entry (or put on the table on purpose)."""
+    from scorekeeper.table.live import DEMO_GAME
+
     games = board.list_games()  # type: ignore[attr-defined]
-    if not any(not record.over for record in games):
-        loaded = board.create("tossup", ["Ann", "Bob"], {"target": 100})  # type: ignore[attr-defined]
+    if not any(not record.over and record.meta.get(DEMO_GAME) for record in games):
+        loaded = board.create("tossup", ["Ann", "Bob"], {"target": 100}, meta={DEMO_GAME: True})  # type: ignore[attr-defined]
         click.echo(f"Demo: a Toss Up game for Ann and Bob (/games/{loaded.record.id}) is on the table.")
 
 

@@ -465,3 +465,34 @@ def test_unexpected_errors_hide_the_trace(client, app, monkeypatch, caplog):
     assert page.status_code == 500
     assert b"secret internals" not in page.data
     assert "secret internals" in caplog.text
+
+
+def test_a_rematch_keeps_the_players_and_their_seats(client, host):
+    game = start_game(client, "tossup", ["Ann", "Bob"], target=1)
+    code = client.get(f"/api/games/{game['id']}/invite", headers=host).get_json()["code"]
+    bob = client.post(f"/api/join/{code}", json={"player": "Bob"}).get_json()["token"]
+    assert client.post(f"/api/games/{game['id']}/rematch", headers=host).status_code == 409  # still being played
+    assert client.post(f"/api/games/{game['id']}/rematch/seat",
+                       headers={"Authorization": f"Bearer {bob}"}).status_code == 404  # no rematch yet
+    for event in ({"type": "roll", "dice": ["green"] * 3 + ["yellow"] * 7}, {"type": "stop"},
+                  {"type": "roll", "dice": ["red"] + ["yellow"] * 9}):
+        assert send(client, game["id"], event).status_code == 200
+    assert client.get(f"/api/games/{game['id']}/view").get_json()["rematch"] is None
+    assert client.post(f"/api/games/{game['id']}/rematch").status_code == 401  # the host's to start
+
+    started = client.post(f"/api/games/{game['id']}/rematch", headers=host)
+    assert started.status_code == 201
+    rematch = started.get_json()
+    assert rematch["id"] != game["id"] and [p["name"] for p in rematch["state"]["players"]] == ["Ann", "Bob"]
+    assert rematch["state"]["options"]["target"] == 1 and not rematch["state"]["over"]
+    assert client.post(f"/api/games/{game['id']}/rematch", headers=host).get_json()["id"] == rematch["id"]  # one only
+    assert client.get(f"/api/games/{game['id']}/view").get_json()["rematch"] == rematch["id"]
+
+    seat = client.post(f"/api/games/{game['id']}/rematch/seat", headers={"Authorization": f"Bearer {bob}"})
+    assert seat.status_code == 200
+    moved = seat.get_json()
+    assert moved["id"] == rematch["id"] and moved["player"] == "Bob" and len(moved["code"]) == 4
+    who = client.get("/api/whoami", headers={"Authorization": f"Bearer {moved['token']}"}).get_json()
+    assert who == {"role": "player", "game": rematch["id"], "player": "Bob"}
+    assert client.post(f"/api/games/{game['id']}/rematch/seat").status_code == 401  # a watcher has no seat
+    assert client.post(f"/api/games/{game['id']}/rematch/seat", headers=host).status_code == 400

@@ -1,6 +1,6 @@
 """Whole games played through the pages: one tablet (the table, host) and two phones (players).
 
-Drives Debian's chromium through Playwright against a real waitress server on 127.0.0.1.
+Drives Debian's chromium through Playwright against a real dicetray server on 127.0.0.1.
 Screenshots of every page at tablet and phone size go to test-artifacts/screenshots/.
 """
 
@@ -209,6 +209,20 @@ def test_toss_up_game_through_the_pages(devices: tuple[Device, Device, Device], 
     state = _api(server, f"/api/games/{game_id}")["state"]
     assert state["over"] and state["winners"] == ["Ann"]
     assert [p["score"] for p in state["players"]] == [14, 6]
+
+    # A rematch: the table and both phones follow it, each phone in its player's seat.
+    table.click("#rematch")
+    table.wait_for_url(re.compile(r".*/games/(?!" + game_id + r")\w+$"))
+    rematch = table.url.rstrip("/").rsplit("/", 1)[1]
+    tablet.expect(table.locator("#joincode")).to_have_text(re.compile(r"^[A-Z]{4}$"))
+    for phone, name in ((ann, "Ann"), (bob, "Bob")):
+        phone.page.wait_for_url(f"**/games/{rematch}/player")
+        phone.expect(phone.page.locator("#me")).to_contain_text(name)
+    table.click("[data-step=green][data-by='1']")
+    table.click("#fillrest")
+    table.click("#enterroll")
+    table.click("#stop")
+    bob.expect(_score(bob, "Ann")).to_have_text("1")
 
     history = tablet.go(f"/games/{game_id}/history")
     history.wait_for_selector("#rows tr[data-index='5']")

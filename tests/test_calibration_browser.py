@@ -127,6 +127,7 @@ def _at_floors(card: Scorecard) -> None:
     assert summary["wrong_confident_rate"] <= MAX_WRONG_CONFIDENT, card.failures
 
 
+@pytest.mark.slow  # about a minute on 2 cores: CI runs it in its own pass (.ci/run)
 def test_the_wizard_walks_all_six_steps_and_the_scanner_reads_with_its_profile(browser, wizard):  # noqa: F811
     server, camera, app = wizard
     tablet = Device(browser, server, "tablet", **TABLET)

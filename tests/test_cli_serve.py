@@ -88,13 +88,15 @@ def test_a_port_in_use_is_told_plainly_and_starts_no_demo_game(tmp_path: Path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        # A process of its own: waitress leaves its half-made server's files to the collector.
+        # A process of its own: a half-made server leaves its files to the collector.
         result = subprocess.run(
             [sys.executable, "-m", "scorekeeper.cli", "serve", "--demo", "--host", "127.0.0.1", "--port", str(port),
              "--data", str(tmp_path / "data")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "already running" in result.stderr
     assert "Traceback" not in result.stderr
+    # Told before anything starts: no "ready", no camera, no demo game.
+    assert "scoreboard ready" not in result.stderr and "scoreboard" not in result.stdout
     assert GameStore(tmp_path / "data" / "games.sqlite3").list_games() == []
 
 

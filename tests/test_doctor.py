@@ -17,9 +17,11 @@ from scorekeeper.table.doctor import (
     check_camera,
     check_data_dir,
     check_disk,
+    check_pi_libraries,
     check_picamera2,
     check_profile,
     check_video_group,
+    os_codename,
     run_checks,
 )
 from scorekeeper.table.synthetic import draw_tray
@@ -149,3 +151,25 @@ def test_the_service_unit_has_what_a_pi_needs():
     assert unit["Install"]["WantedBy"] == "multi-user.target"
     assert unit["Service"]["ExecStart"].split()[0].endswith("/.venv/bin/dicetray")
     assert "serve" in unit["Service"]["ExecStart"]
+
+
+def test_each_pi_os_release_gets_its_one_numpy_and_opencv(tmp_path):
+    release = tmp_path / "os-release"
+    release.write_text('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nVERSION_CODENAME=bookworm\n')
+    assert os_codename(release) == "bookworm"
+    assert os_codename(tmp_path / "missing") == ""
+    assert check_pi_libraries("bookworm", "1.24.2", "4.10.0", pi=True).level == "ok"
+    wrong = check_pi_libraries("bookworm", "2.4.6", "5.0.0", pi=True)
+    assert wrong.level == "FAIL" and "numpy 1.24" in wrong.detail
+    assert "deploy/pi-bookworm.txt" in wrong.fix and "--system-site-packages" in wrong.fix
+    assert check_pi_libraries("trixie", "2.2.4", "5.0.0", pi=True).level == "ok"
+    assert check_pi_libraries("trixie", "1.26.4", "4.10.0", pi=True).level == "FAIL"
+    assert check_pi_libraries("bullseye", "1.19.5", "4.5.1", pi=True).level == "warn"
+    assert check_pi_libraries("bookworm", "2.4.6", "5.0.0", pi=False).level == "ok"  # not a Pi: anything goes
+
+
+def test_the_bookworm_constraints_pin_what_the_doctor_asks_for():
+    pins = (Path(__file__).resolve().parent.parent / "deploy" / "pi-bookworm.txt").read_text()
+    assert "numpy<2" in pins.splitlines()
+    opencv = next(line for line in pins.splitlines() if line.startswith("opencv-python-headless=="))
+    assert check_pi_libraries("bookworm", "1.24.2", opencv.split("==")[1], pi=True).level == "ok"

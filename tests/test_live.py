@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -14,11 +15,12 @@ import pytest
 
 from scanner.frames import Frame
 from scanner.sources import FrameSource, SourceFailed, SourceUnavailable
-from scorekeeper.table.live import ConfigError, LiveConfig, _same_tray
+from scorekeeper.table.live import DEMO_GAME, DEMO_PHOTOS_KEPT, ConfigError, LiveConfig, _same_tray
 from scorekeeper.table.synthetic import draw_tray, layout
 from scorekeeper.store import GameStore
 from scorekeeper.web import create_app
 from scorekeeper.web.app import LIVE_EXTENSION
+from scorekeeper.web.service import REMATCH_OF
 from tests.conftest import HOST_TOKEN, send
 
 HOST = {"Authorization": f"Bearer {HOST_TOKEN}"}
@@ -44,26 +46,52 @@ def throw(faces: tuple[str, ...], seed: int = 1, rest: int = 40) -> list[np.ndar
 class ReplaySource(FrameSource):
     """Serves a list of images at 30 fps timestamps; an Exception in the list is raised instead.
 
-    `delay` paces delivery (faster than real time keeps tests short; the watcher still keeps up).
+    `delay` paces delivery (faster than real time keeps tests short) while the picture changes;
+    a picture shown again (the dice at rest) comes at the camera's own 30 fps, as on a real
+    table: on a machine so busy that the watcher takes a tenth of a second a frame, the dice
+    still rest long enough to settle (the watcher drops frames, it never queues them). After the
+    last image it goes on showing it for `hold` seconds; a script that ends in an Exception
+    holds nothing.
     """
 
-    def __init__(self, script: list[Any], delay: float = 0.006, name: str = "replay") -> None:
+    def __init__(self, script: list[Any], delay: float = 0.006, name: str = "replay", hold: float = 4.0) -> None:
         self.script = list(script)
         self.delay = delay
         self.name = name
         self.index = 0
         self.fps = 30.0
         self.failed_at: float | None = None
+        self.hold = hold
+        self._last: np.ndarray | None = None
+        self._held_until: float | None = None
 
     def read(self) -> Frame | None:
         time.sleep(self.delay)
         if not self.script:
-            return None
+            return self._held()
         item = self.script.pop(0)
         if isinstance(item, Exception):
             self.failed_at = time.monotonic()
+            self._last = None
             raise item
-        frame = Frame(image=item, index=self.index, t=self.index / 30.0)
+        if item is self._last:
+            time.sleep(max(0.0, 1 / 30 - self.delay))
+        self._last = item
+        return self._frame(item)
+
+    def _held(self) -> Frame | None:
+        if self._last is None:
+            return None
+        if self._held_until is None:
+            self._held_until = time.monotonic() + self.hold
+        if time.monotonic() > self._held_until:
+            self._last = None
+            return None
+        time.sleep(max(0.0, 1 / 30 - self.delay))  # still frames at the camera's own pace
+        return self._frame(self._last)
+
+    def _frame(self, image: np.ndarray) -> Frame:
+        frame = Frame(image=image, index=self.index, t=self.index / 30.0)
         self.index += 1
         return frame
 
@@ -83,8 +111,10 @@ def make_app(tmp_path: Path, source: Any, game: str = "tossup", players=("Ann", 
     data = tmp_path / "data"
     game_id = None
     if game:
+        # With a stand-in host (the demo's) the camera plays only the demo's own games.
+        meta = {DEMO_GAME: True} if config.get("LIVE_STAND_IN") else {}
         with GameStore.in_dir(data) as store:
-            game_id = store.create(game, list(players)).record.id
+            game_id = store.create(game, list(players), meta=meta).record.id
     app = create_app({"TESTING": True, "DATA_DIR": data, "HOST_TOKEN": HOST_TOKEN, "SECRET_KEY": "s",
                       "HEARTBEAT_SECONDS": 0.05, "LIVE_SOURCE": source, "LIVE_BACKOFF": (0.05, 0.1), **config})
     return app, game_id
@@ -428,7 +458,7 @@ def test_without_the_stand_in_the_second_throw_of_ten_waits_for_the_host(tmp_pat
 def test_when_the_stand_in_ends_the_game_the_throw_opens_a_rematch(tmp_path, apps):
     data = tmp_path / "data"
     with GameStore.in_dir(data) as store:
-        gid = store.create("tossup", ["Ann", "Bob"], {"target": 1}).record.id
+        gid = store.create("tossup", ["Ann", "Bob"], {"target": 1}, meta={DEMO_GAME: True}).record.id
     source = ReplaySource(throw(TEN) + throw(OTHER_TEN, seed=2) + throw(TEN, seed=3))
     app = create_app({"TESTING": True, "DATA_DIR": data, "HOST_TOKEN": HOST_TOKEN, "SECRET_KEY": "s",
                       "LIVE_SOURCE": lambda: source, "LIVE_BACKOFF": (0.05, 0.1), "LIVE_STAND_IN": True})
@@ -441,8 +471,69 @@ def test_when_the_stand_in_ends_the_game_the_throw_opens_a_rematch(tmp_path, app
     assert [e.event["type"] for e in finished.events] == ["roll", "stop", "roll", "stop"]
     rematch = next(r for r in board.list_games() if r.id != gid)
     assert rematch.players == ["Ann", "Bob"] and rematch.options == {"target": 1} and not rematch.over
+    assert rematch.meta[REMATCH_OF] == gid and rematch.meta[DEMO_GAME]  # the pages follow it
     assert wait_until(lambda: len(board.get(rematch.id).events) == 1)
     assert sorted(board.get(rematch.id).events[0].event["dice"]) == sorted(TEN)
+
+
+def test_the_demo_camera_plays_its_own_game_and_leaves_one_started_by_hand_alone(tmp_path, apps):
+    data = tmp_path / "data"
+    with GameStore.in_dir(data) as store:
+        demo = store.create("tossup", ["Ann", "Bob"], meta={DEMO_GAME: True}).record.id
+        by_hand = store.create("tossup", ["Cy", "Dee"]).record.id  # newer: the camera's pick before
+    source = ReplaySource(throw(TEN))
+    app = create_app({"TESTING": True, "DATA_DIR": data, "HOST_TOKEN": HOST_TOKEN, "SECRET_KEY": "s",
+                      "LIVE_SOURCE": lambda: source, "LIVE_BACKOFF": (0.05, 0.1), "LIVE_STAND_IN": True})
+    apps.append(app)
+    board = app.extensions["dicetray"]
+    assert wait_until(lambda: len(board.get(demo).events) == 1)
+    assert board.get(by_hand).version == 0
+    reading = board.get(demo).events[0].reading
+    assert reading["replayed"] is True
+    # Replayed clips say nothing of the dice's fairness: the check leaves them out, and says so.
+    stats = app.test_client().get(f"/api/games/{demo}/stats").get_json()
+    assert stats["replayed_left_out"] == 1
+    assert all(die["rolls"] == 0 for die in stats["dice"])
+
+
+def test_the_demo_camera_scores_a_game_started_by_hand_once_it_is_put_on_the_table(tmp_path, apps):
+    data = tmp_path / "data"
+    with GameStore.in_dir(data) as store:
+        by_hand = store.create("tossup", ["Cy", "Dee"]).record.id
+    started = threading.Event()
+    source = ReplaySource(throw(TEN))
+
+    def camera():
+        started.wait(10)
+        return source
+
+    app = create_app({"TESTING": True, "DATA_DIR": data, "HOST_TOKEN": HOST_TOKEN, "SECRET_KEY": "s",
+                      "LIVE_SOURCE": camera, "LIVE_BACKOFF": (0.05, 0.1), "LIVE_STAND_IN": True})
+    apps.append(app)
+    live = app.extensions[LIVE_EXTENSION]
+    assert live.target_game() is None  # a game started by hand is not the demo's
+    response = app.test_client().post("/api/live/target", json={"game": by_hand}, headers=HOST)
+    assert response.status_code == 200, response.get_json()
+    started.set()
+    assert wait_until(lambda: len(app.extensions["dicetray"].get(by_hand).events) == 1)
+
+
+def test_the_demo_keeps_only_its_latest_roll_photos(tmp_path, apps):
+    rolls = tmp_path / "data" / "rolls"
+    rolls.mkdir(parents=True)
+    for index in range(DEMO_PHOTOS_KEPT + 10):
+        old = rolls / f"old-{index:03d}.jpg"
+        old.write_bytes(b"jpeg")
+        os.utime(old, ns=(index * 10**9, index * 10**9))
+    source = ReplaySource(throw(TEN))
+    app, gid = make_app(tmp_path, lambda: source, LIVE_STAND_IN=True)
+    apps.append(app)
+    board = app.extensions["dicetray"]
+    assert wait_until(lambda: len(board.get(gid).events) == 1)
+    kept = sorted(path.name for path in rolls.iterdir())
+    assert len(kept) == DEMO_PHOTOS_KEPT
+    assert board.get(gid).events[0].reading["photo"] in kept
+    assert "old-000.jpg" not in kept and f"old-{DEMO_PHOTOS_KEPT + 9:03d}.jpg" in kept
 
 
 def test_without_a_source_there_is_no_live_table_and_the_api_says_so(app, client):

@@ -1,4 +1,4 @@
-"""Tally Up! scenarios, one per rule in the sheet and every decision in games.md."""
+"""Tally Up! scenarios, one per rule in the sheet and every decision in docs/rules-decisions.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Toss Up! scenarios, one per rule in the sheets and every decision in games.md."""
+"""Toss Up! scenarios, one per rule in the sheets and every decision in docs/rules-decisions.md."""
 
 from __future__ import annotations
 

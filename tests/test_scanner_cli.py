@@ -7,6 +7,7 @@ import json
 import math
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import pytest
@@ -47,6 +48,47 @@ def test_scan_any_only_finds_dice(tmp_path):
     dice = json.loads(result.stdout)["dice"]
     assert len(dice) == len(LAYOUT)
     assert all(d["die"] is None and d["face"] is None for d in dice)
+
+
+def test_scan_reads_every_photo_in_a_folder_and_reports_an_empty_one(tmp_path):
+    photos = tmp_path / "rolls"
+    photos.mkdir()
+    for name in ("b.png", "a.jpg"):
+        cv2.imwrite(str(photos / name), draw_tray(BACKGROUNDS["green_felt"], LAYOUT))
+    (photos / "notes.txt").write_text("not a photo")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(main, ["scan", str(photos), str(empty), "--dice", "tossup", "--json"])
+    assert result.exit_code == 1
+    read = [json.loads(line)["image"] for line in result.stdout.splitlines()]
+    assert read == [str(photos / "a.jpg"), str(photos / "b.png")]
+    assert f"{empty}: no photos in this folder" in result.stderr
+
+
+def test_scan_without_a_dice_set_says_faces_need_one(tmp_path):
+    path = tmp_path / "roll.png"
+    cv2.imwrite(str(path), draw_tray(BACKGROUNDS["wood"], LAYOUT))
+    result = CliRunner().invoke(main, ["scan", str(path)])
+    assert result.exit_code == 0
+    assert f"{len(LAYOUT)} dice" in result.stdout
+    assert "--dice tossup or --dice tallyup" in result.stderr
+    named = CliRunner().invoke(main, ["scan", str(path), "--dice", "tossup"])
+    assert "--dice" not in named.stderr
+
+
+def test_opencv_is_quietened_with_or_without_its_logging_module(monkeypatch):
+    """OpenCV 4.10 (numpy 1, Raspberry Pi OS Bookworm) has cv2.setLogLevel but no cv2.utils.logging."""
+    from scanner import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "cv2", SimpleNamespace(utils=SimpleNamespace(), setLogLevel=calls.append))
+    cli.quiet_opencv()
+    assert calls == [cli.OPENCV_LOG_LEVEL_ERROR]
+    levels = []
+    logging_module = SimpleNamespace(LOG_LEVEL_ERROR=7, setLogLevel=levels.append)
+    monkeypatch.setattr(cli, "cv2", SimpleNamespace(utils=SimpleNamespace(logging=logging_module)))
+    cli.quiet_opencv()
+    assert levels == [7]
 
 
 def test_watch_prints_one_reading_per_settled_roll(tmp_path):

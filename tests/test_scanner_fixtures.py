@@ -139,6 +139,7 @@ def test_every_toss_up_video_gives_one_right_reading_per_roll_soon_after_it_sett
             assert 0.0 <= roll["latency_s"] <= 0.5, row
 
 
+@pytest.mark.slow  # about a minute on 2 cores: CI runs it in its own pass (.ci/run)
 def test_the_test_split_as_other_cameras_would_take_it_reads_no_colour_wrong():
     """Resampled through another resolution, a stronger JPEG, a brighter tone curve, a softer
     lens, a dim room's sensor grain (scanner.evaluate.PERTURBATIONS): the same photos, 2208

@@ -611,6 +611,7 @@ def test_every_tally_video_gives_one_reading_per_roll_soon_after_it_settles_and_
     assert all(roll["faces_right"] for row in rows for roll in row["rolls"]), rows
 
 
+@pytest.mark.slow  # about a minute on 2 cores: CI runs it in its own pass (.ci/run)
 def test_the_test_split_as_other_cameras_would_take_it_has_few_confident_mistakes():
     """Resampled through another resolution, a stronger JPEG, a brighter tone curve, a softer
     lens, a dim room's sensor grain (scanner.evaluate.PERTURBATIONS): the same 70 photos, 1848

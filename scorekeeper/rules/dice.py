@@ -1,4 +1,4 @@
-"""The physical dice of both games, as tables (see shared/reference/games.md)."""
+"""The physical dice of both games, as tables (see docs/dice.md)."""
 
 from __future__ import annotations
 

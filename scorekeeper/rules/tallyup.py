@@ -1,6 +1,6 @@
 """Tally Up!: choose three dice, push the running total, go OUT before it busts.
 
-Rules: shared/seeds/tallyup-rules.txt, decisions: shared/reference/games.md.
+Rules as dicetray plays them: docs/rules-decisions.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Toss Up!: push your luck with ten traffic-light dice.
 
-Rules: shared/seeds/tossup-rules-*.txt, decisions: shared/reference/games.md.
+Rules as dicetray plays them: docs/rules-decisions.md.
 """
 
 from __future__ import annotations

@@ -76,6 +76,62 @@ def check_libraries() -> list[CheckResult]:
     return results
 
 
+@dataclass(frozen=True)
+class PiLibraries:
+    """The one numpy and OpenCV that work beside a Raspberry Pi OS release's own picamera2."""
+
+    numpy_major: int
+    opencv_major: int
+    what: str
+    install: str
+
+
+#: Per Raspberry Pi OS release (VERSION_CODENAME): the OS's picamera2 and simplejpeg are built
+#: against the OS's numpy, so the venv must keep that numpy and take the OpenCV built for it.
+#: OpenCV 5 needs numpy 2; opencv-python-headless 4.10 is the last wheel built against numpy 1.
+PI_LIBRARIES = {
+    "bookworm": PiLibraries(1, 4, "the OS's numpy 1.24 with opencv-python-headless 4.10",
+                            "in a --system-site-packages venv: pip install -c deploy/pi-bookworm.txt -e ."),
+    "trixie": PiLibraries(2, 5, "the OS's numpy 2 with opencv-python-headless 5.0",
+                          "in a --system-site-packages venv: pip install -e ."),
+}
+
+
+def os_codename(os_release: Path = Path("/etc/os-release")) -> str:
+    """VERSION_CODENAME of /etc/os-release ("bookworm"), or "" where it is not told."""
+    try:
+        lines = os_release.read_text(errors="ignore").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "VERSION_CODENAME":
+            return value.strip().strip('"').lower()
+    return ""
+
+
+def check_pi_libraries(codename: str, numpy_version: str, opencv_version: str, pi: bool) -> CheckResult:
+    """numpy and OpenCV are the pair that works with this Raspberry Pi OS release's picamera2."""
+    found = f"numpy {numpy_version}, OpenCV {opencv_version}"
+    wanted = PI_LIBRARIES.get(codename)
+    if not pi:
+        return CheckResult("pi libraries", "ok", f"{found} (not a Raspberry Pi: any numpy from 1.24 with its OpenCV)")
+    if wanted is None:
+        known = " or ".join(name.capitalize() for name in PI_LIBRARIES)
+        return CheckResult("pi libraries", "warn", f"{found} on Raspberry Pi OS {codename or '(release unknown)'}",
+                           f"dicetray is tested on Raspberry Pi OS {known}: see docs/raspberry-pi.md")
+    majors = (_major(numpy_version), _major(opencv_version))
+    if majors == (wanted.numpy_major, wanted.opencv_major):
+        return CheckResult("pi libraries", "ok", f"{found}: {wanted.what}, as {codename.capitalize()} needs")
+    return CheckResult("pi libraries", "FAIL", f"{found}; {codename.capitalize()} needs {wanted.what}",
+                       wanted.install + " (see docs/raspberry-pi.md)")
+
+
+def _major(version: str) -> int:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
 def check_picamera2(loader: Callable[[], Any] | None = None, pi: bool | None = None) -> CheckResult:
     """picamera2 from the OS packages, and a numpy it can live with."""
     pi = on_raspberry_pi() if pi is None else pi
@@ -87,9 +143,9 @@ def check_picamera2(loader: Callable[[], Any] | None = None, pi: bool | None = N
             import numpy
 
             return CheckResult("picamera2", "FAIL", f"picamera2 is installed but fails with numpy {numpy.__version__}: {text}",
-                               "the OS picamera2 is built against the OS numpy: in the venv run "
-                               "`pip uninstall numpy` (the venv then uses the OS numpy) or install the OS numpy's "
-                               "major version, e.g. `pip install 'numpy<2'`")
+                               "the OS picamera2 is built against the OS numpy: make the venv again with "
+                               "--system-site-packages and the OS release's install command (Bookworm: "
+                               "`pip install -c deploy/pi-bookworm.txt -e .`; see docs/raspberry-pi.md)")
         if pi:
             return CheckResult("picamera2", "FAIL", "not importable",
                                "sudo apt install python3-picamera2, and make the venv with "
@@ -207,7 +263,7 @@ def check_profile(profile: Path | None, data_dir: Path) -> list[CheckResult]:
     chosen, how = (profile, "--profile") if profile is not None else (library.active_path(), "active")
     if chosen is None:
         return [CheckResult("calibration", "warn", "no calibration profile is active: the scanner uses its defaults",
-                            "run the calibration wizard (Calibrate camera on the table page) or "
+                            "run the calibration wizard (the Calibrate camera button on the home page) or "
                             "dicetray calibrate use NAME")] + results
     try:
         loaded = load_profile(chosen)
@@ -235,11 +291,17 @@ def run_checks(data_dir: Path, source: str | None = None, profile: Path | None =
                camera_finder: Callable[[], tuple[str | None, str]] | None = None,
                picamera_loader: Callable[[], Any] | None = None,
                disk_usage: Callable[[Path], Any] = shutil.disk_usage,
-               devices: list[Path] | None = None, pi: bool | None = None) -> list[CheckResult]:
+               devices: list[Path] | None = None, pi: bool | None = None,
+               os_release: Path = Path("/etc/os-release")) -> list[CheckResult]:
     """Every check, in the order a user would fix things."""
+    import cv2
+    import numpy
+
+    pi = on_raspberry_pi() if pi is None else pi
     return [
         check_python(),
         *check_libraries(),
+        check_pi_libraries(os_codename(os_release), numpy.__version__, cv2.__version__, pi),
         check_picamera2(picamera_loader, pi),
         check_video_group(devices),
         check_camera(source, camera_finder),

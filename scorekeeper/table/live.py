@@ -49,6 +49,11 @@ DICE_SETS = ("tossup", "tallyup")
 PHOTO_DIR = "rolls"
 #: LIVE_SOURCE value that replays the bundled fixture videos of the table game's dice set.
 DEMO_SOURCE = "demo"
+#: Meta key of the games a stand-in host plays (the demo's): its camera scores only those, or a
+#: game the host put on the table on purpose (`select`), never a game started for hand entry.
+DEMO_GAME = "demo"
+#: The demo keeps the photos of its latest rolls only: it replays the same clips for ever.
+DEMO_PHOTOS_KEPT = 50
 UNREADABLE = "this dice set cannot be read yet"
 
 #: The live table's settings (keys of the app config) with their defaults; see `LiveConfig`.
@@ -391,10 +396,15 @@ class LiveTable:
             except GameNotFound:
                 pass
         if target is None:
-            target = next((r.id for r in self.board.list_games() if not r.over), None)
+            target = next((r.id for r in self.board.list_games() if not r.over and self._may_score(r)), None)
         with self._lock:
             self._target = (time.monotonic(), target)
         return target
+
+    def _may_score(self, record: Any) -> bool:
+        """Whether the camera scores `record` without being told to: any game, but with a
+        stand-in host (replayed clips) only the demo's own games."""
+        return not self._stand_in or bool(record.meta.get(DEMO_GAME))
 
     def wanted_dice_set(self) -> str | None:
         """The dice set the camera should be seeing now: the forced one, else the table game's."""
@@ -648,6 +658,10 @@ class LiveTable:
             "source": "camera", "image": f"/{PHOTO_DIR}/{photo_name}", "photo": photo_name,
             "frame": roll.frame, "t": round(roll.t, 3), "dice_set": dice_set, "dice": dice, "at": _now(),
         }
+        if self._stand_in:
+            # Replayed clips: the same few throws again and again, no sample of the dice's
+            # fairness (the history's fairness check leaves them out).
+            reading["replayed"] = True
         for _attempt in range(2):  # once more after a hand entry got in first
             result = interpret(loaded.state(), dice)
             events, problems = result.events, result.problems
@@ -713,10 +727,11 @@ class LiveTable:
 
     def _rematch(self) -> str | None:
         """The demo plays for ever: once its game is over, the same players start another."""
-        finished = next((record for record in self.board.list_games() if record.over), None)
+        finished = next((record for record in self.board.list_games() if record.over and record.meta.get(DEMO_GAME)
+                         and self.board.rematch_id(record.id) is None), None)
         if finished is None:
             return None
-        loaded = self.board.create(finished.game, finished.players, finished.options)
+        loaded = self.board.rematch(finished.id)
         log.info("stand-in: game %s is over; %s start game %s", finished.id, " and ".join(finished.players),
                  loaded.record.id)
         return str(loaded.record.id)
@@ -770,7 +785,18 @@ class LiveTable:
         temporary = self.photos / f".{name}.tmp"
         temporary.write_bytes(data.tobytes())
         os.replace(temporary, self.photos / name)
+        if self._stand_in:
+            self._prune_photos(DEMO_PHOTOS_KEPT)
         return name
+
+    def _prune_photos(self, keep: int) -> None:
+        """Delete all but the `keep` newest roll photos (the demo's: 1 MB a minute otherwise)."""
+        photos = sorted(self.photos.glob("*.jpg"), key=lambda path: (path.stat().st_mtime_ns, path.name))
+        for old in photos[:-keep]:
+            try:
+                old.unlink(missing_ok=True)
+            except OSError as error:
+                log.warning("could not delete the old demo photo %s: %s", old.name, error)
 
 
 def _malloc_trim() -> Callable[[int], int] | None:

@@ -111,8 +111,6 @@ def run_soak(minutes: float = 10.0, clients: int = 20, fps: float = 30.0,
     from scorekeeper.web.bench import _Readers
     from scorekeeper.web.server import WebServer
 
-    # waitress says so when the stream clients connect all at once; not news for a benchmark.
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     duration = minutes * 60.0
     rest_s = 1.2
     with tempfile.TemporaryDirectory(prefix="dicetray-soak-") as work:

@@ -13,8 +13,8 @@ from scorekeeper.store import GameNotFound, GameRecord, LoadedGame
 from scorekeeper.web.access import caller, require_host, require_player_of
 from scorekeeper.web.bodies import Choice, Join, NewEvent, NewGame, VersionOnly, body
 from scorekeeper.web.context import scoreboard
-from scorekeeper.web.service import SeatHeld
-from scorekeeper.web.stats import game_stats
+from scorekeeper.web.service import GameNotOver, SeatHeld
+from scorekeeper.web.stats import fairness_sample, game_stats
 from scorekeeper.web.views import summary
 
 log = logging.getLogger(__name__)
@@ -102,8 +102,9 @@ def list_events(game_id: str) -> Response:
 @bp.get("/games/<game_id>/stats")
 def stats(game_id: str) -> Response:
     loaded = scoreboard().get(game_id)
-    dice = game_stats(loaded.record.game, [logged.event for logged in loaded.events])
-    return jsonify(id=game_id, version=loaded.version, dice=[die.as_json() for die in dice])
+    events, replayed = fairness_sample(loaded.events)
+    dice = game_stats(loaded.record.game, events)
+    return jsonify(id=game_id, version=loaded.version, dice=[die.as_json() for die in dice], replayed_left_out=replayed)
 
 
 # -- secret IN/OUT ------------------------------------------------------------------
@@ -228,6 +229,38 @@ def leave_seat(game_id: str, seat: int) -> Response:
     log.info("seat %s (%s) of game %s freed by %s", seat, record.players[seat], game_id,
              "the host" if who.host else "its holder")
     return jsonify(seat=seat, player=record.players[seat], held=False, freed=freed)
+
+
+@bp.post("/games/<game_id>/rematch")
+def rematch(game_id: str) -> tuple[Response, int]:
+    """The same players and options again; the finished game's pages follow it."""
+    require_host()
+    try:
+        loaded = scoreboard().rematch(game_id)
+    except GameNotOver as error:
+        abort(409, str(error))
+    return jsonify(_game_json(loaded)), 201
+
+
+@bp.post("/games/<game_id>/rematch/seat")
+def rematch_seat(game_id: str) -> Response | tuple[Response, int]:
+    """A player of a finished game takes the same seat in its rematch, without joining again."""
+    board = scoreboard()
+    board.get(game_id)
+    _, player = require_player_of(game_id)
+    if player is None:
+        abort(400, "only a player's device has a seat to carry over")
+    rematch_id = board.rematch_id(game_id)
+    if rematch_id is None:
+        abort(404, "this game has no rematch yet")
+    record = board.get(rematch_id).record
+    if player not in record.players:
+        abort(409, f"{player} does not play in the rematch")
+    try:  # the device that held the seat takes it in the rematch, unless another took it first
+        token = board.join(record, player, caller())
+    except SeatHeld as error:
+        return jsonify(error=str(error), held=True), 409
+    return jsonify(id=record.id, game=record.game, player=player, token=token, code=board.join_code(record))
 
 
 @bp.get("/whoami")

@@ -23,6 +23,13 @@ from scorekeeper.web.views import ChoiceProgress, game_view
 log = logging.getLogger(__name__)
 
 CHOICES = ("in", "out")
+#: Meta key of a game started as the rematch of another (that game's id): the finished game's
+#: table and phones follow it.
+REMATCH_OF = "rematch_of"
+
+
+class GameNotOver(Exception):
+    """A rematch was asked for a game still being played."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,8 @@ class Scoreboard:
             return pending.choices.get(player)
 
     def view(self, loaded: LoadedGame) -> dict[str, Any]:
-        return game_view(loaded, self.progress(loaded))
+        rematch = self.rematch_id(loaded.record.id) if loaded.record.over else None
+        return {**game_view(loaded, self.progress(loaded)), "rematch": rematch}
 
     def snapshot(self, game_id: str) -> StreamMessage:
         loaded = self.get(game_id)
@@ -168,12 +176,40 @@ class Scoreboard:
 
     # -- writing ----------------------------------------------------------------
 
-    def create(self, game: str, players: list[str], options: Mapping[str, Any]) -> LoadedGame:
+    def create(self, game: str, players: list[str], options: Mapping[str, Any],
+               meta: Mapping[str, Any] | None = None, rematch_of: str | None = None) -> LoadedGame:
+        """A new game with its own join code; `meta` (such as the demo's mark) is kept beside
+        it. A rematch of a finished game is told to that game's pages, which follow it."""
+        extra = {**(meta or {}), **({REMATCH_OF: rematch_of} if rematch_of else {})}
         with self._lock:
             taken = {str(r.meta.get("join_code")) for r in self.store.list_games() if not r.over}
-            loaded = self.store.create(game, players, options, meta={"join_code": new_join_code(taken)})
+            loaded = self.store.create(game, players, options, meta={**extra, "join_code": new_join_code(taken)})
             self._notify(loaded)
+            if rematch_of:
+                # No id: the finished game's version is unchanged, and its streams must not
+                # drop the news as a change they already sent.
+                finished = self.get(rematch_of)
+                self.broker.publish(rematch_of, StreamMessage("change", json.dumps(self.view(finished))))
         return loaded
+
+    def rematch(self, game_id: str) -> LoadedGame:
+        """The same players and options again, as the rematch of finished game `game_id` (the
+        one started already, if any)."""
+        with self._lock:
+            finished = self.get(game_id)
+            if not finished.record.over:
+                raise GameNotOver(f"game {game_id} is not over yet")
+            started = self.rematch_id(game_id)
+            if started is not None:
+                return self.get(started)
+            record = finished.record
+            return self.create(record.game, list(record.players), record.options,
+                               meta={k: v for k, v in record.meta.items() if k not in ("join_code", REMATCH_OF)},
+                               rematch_of=game_id)
+
+    def rematch_id(self, game_id: str) -> str | None:
+        """The game started as the rematch of `game_id`, if any."""
+        return next((str(r.id) for r in self.store.list_games() if r.meta.get(REMATCH_OF) == game_id), None)
 
     def append(self, game_id: str, event: Mapping[str, Any], version: int | None,
                reading: Mapping[str, Any] | None = None) -> LoadedGame:

@@ -148,3 +148,17 @@ def game_stats(game_kind: str, events: Iterable[Mapping[str, Any]]) -> list[DieS
     seen = faces_rolled(events)
     dice = ["tossup"] if game_kind == "tossup" else [*TALLY_DICE, "up"]
     return [die_stats(die, seen.get(die, [])) for die in dice]
+
+
+def fairness_sample(logged: Iterable[Any]) -> tuple[list[Mapping[str, Any]], int]:
+    """(events, replayed): the events whose faces count towards the fairness check, and how
+    many were left out because the camera replayed them (the demo's clips, the same few throws
+    again and again, say nothing of the dice on the table)."""
+    events, replayed = [], 0
+    for item in logged:
+        reading = item.reading or {}
+        if reading.get("replayed"):
+            replayed += 1
+        else:
+            events.append(item.event)
+    return events, replayed

@@ -50,7 +50,14 @@
     var lowest = confidences.length ? Math.min.apply(null, confidences) : null;
     return '<div class="small muted reading"><a href="' + esc(reading.image) + '" target="_blank" rel="noopener">' +
       '<img class="thumb" loading="lazy" alt="photo of this roll" src="' + esc(reading.image) + '"></a> camera' +
-      (lowest !== null ? " least sure die " + Math.round(lowest * 100) + " %" : "") + (reading.corrected ? " · fixed by the host" : "") + "</div>";
+      sureness(lowest) + (reading.corrected ? " · fixed by the host" : "") + "</div>";
+  }
+
+  // How sure the camera was of its least sure die; "sure of every die" where none fell short.
+  function sureness(lowest) {
+    if (lowest === null) return "";
+    var percent = Math.round(lowest * 100);
+    return percent >= 100 ? ": sure of every die" : ": least sure die " + percent + " %";
   }
 
   function result(row) {
@@ -114,7 +121,9 @@
             '%"></div><div class="exp" style="left:' + (f.probability / scale * 100).toFixed(1) + '%"></div></div>' +
             '<span class="num">' + f.observed + ' <span class="muted">/ ' + f.expected.toFixed(1) + "</span></span>";
         }).join("") + "</div></div>";
-    }).join("");
+    }).join("") + (stats.replayed_left_out ? '<p class="muted small" id="replayednote">' + stats.replayed_left_out +
+      (stats.replayed_left_out === 1 ? " roll" : " rolls") + " replayed by the demo camera left out: the same clips " +
+      "again and again say nothing about these dice.</p>" : "");
   }
 
   document.getElementById("rows").addEventListener("click", function (event) {

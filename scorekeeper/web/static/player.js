@@ -27,12 +27,25 @@
   var live = DT.live(gameId, {
     onView: function (v) {
       if (view && v.version < view.version) return;
+      if (v.rematch) return followRematch(v.rematch);
       view = v; secret = v.secret;
       if (mineVersion !== v.version) { mine = null; }
       render();
     },
     onChoices: function (p) { if (view && p && p.version === view.version) { secret = p; render(); } },
   });
+
+  // The finished game's rematch: this phone keeps its player's seat there, no joining again.
+  var following = false;
+  function followRematch(id) {
+    if (following) return;
+    following = true;
+    if (!seat) { window.location.href = "/games/" + encodeURIComponent(id) + "/player"; return; }
+    playerApi("POST", base + "/rematch/seat").then(function (joined) {
+      DT.savePlayer(joined.id, { player: joined.player, token: joined.token, code: joined.code });
+      window.location.href = "/games/" + encodeURIComponent(joined.id) + "/player";
+    }).catch(function (error) { following = false; DT.toast(DT.explain(error), "error"); });
+  }
 
   if (seat) {
     document.getElementById("me").textContent = "· you are " + seat.player;

@@ -21,6 +21,8 @@
   var live = DT.live(gameId, {
     onView: function (v) {
       if (view && v.version < view.version) return;  // a late refresh must not undo newer news
+      // A rematch started while this finished game is on show: the table follows it.
+      if (v.rematch && view && !view.rematch) return followRematch(v.rematch);
       view = v;
       secret = v.secret;
       render();
@@ -153,7 +155,8 @@
     var html = "<h3>Camera: this reading needs a look</h3><ul class=\"problems\" id=\"problems\">" +
       p.problems.map(function (problem) { return '<li data-code="' + esc(problem.code) + '">' + esc(problem.message) + "</li>"; }).join("") + "</ul>";
     if (p.reading.image) {
-      html += '<div class="photowrap"><img class="photo" id="pendingphoto" alt="photo of the doubtful roll" src="' + esc(p.reading.image) +
+      html += '<div class="photowrap" data-zoom="pending" role="button" tabindex="0" aria-label="show the photo full screen">' +
+        '<img class="photo" id="pendingphoto" alt="photo of the doubtful roll" src="' + esc(p.reading.image) +
         '"><svg class="outlines" id="pendingoutlines" aria-hidden="true"></svg></div>';
     }
     html += '<div class="dice" id="pendingdice">' + fix.dice.map(function (d, i) {
@@ -196,13 +199,79 @@
       d.out = !d.out;
       return renderPending();
     }
-    if ((el = t.closest("[data-pfix]"))) {
-      var die = fix.dice[+el.getAttribute("data-pfix")];
-      DT.pickFace(die.die, die.face, "What does this die show?").then(function (face) {
-        if (face) { die.face = face; die.out = false; renderPending(); }
-      });
-    }
+    if ((el = t.closest("[data-pfix]"))) return fixPending(+el.getAttribute("data-pfix"));
   });
+
+  function fixPending(position) {
+    var die = fix.dice[position];
+    DT.pickFace(die.die, die.face, "What does this die show?").then(function (face) {
+      if (face) { die.face = face; die.out = false; renderPending(); }
+    });
+  }
+
+  // ---- the roll's photo, full screen: every die outlined, tap one to check or correct it -------
+
+  document.addEventListener("click", function (event) {
+    var wrap = event.target.closest(".photowrap[data-zoom]");
+    if (wrap) openPhoto(wrap.getAttribute("data-zoom"));
+  });
+  document.addEventListener("keydown", function (event) {
+    var wrap = event.target.closest && event.target.closest(".photowrap[data-zoom]");
+    if (wrap && (event.key === "Enter" || event.key === " ")) { event.preventDefault(); openPhoto(wrap.getAttribute("data-zoom")); }
+  });
+
+  function openPhoto(kind) {
+    var pending = kind === "pending";
+    var reading = pending ? camera && camera.pending && camera.pending.reading : view && view.last_roll && view.last_roll.reading;
+    if (!reading || typeof reading.image !== "string") return;
+    var all = pending ? reading.dice : (reading.dice_applied || reading.dice || []);
+    var targets = pending ? all.map(function (d, i) { return i; }) : eventPositions(all, view.last_roll.event);
+    var tappable = DT.isHost() && (pending ? !!fix : !view.state.over);
+    var overlay = document.createElement("div");
+    overlay.className = "modal photomodal";
+    overlay.id = "photoview";
+    overlay.setAttribute("role", "dialog");
+    overlay.setAttribute("aria-modal", "true");
+    overlay.setAttribute("aria-label", "the roll's photo");
+    overlay.innerHTML = '<div class="photobig"><img id="bigphoto" alt="the roll\'s photo, full size" src="' + esc(reading.image) + '">' +
+      '<svg class="outlines" id="bigoutlines"></svg></div><div class="row photobar"><span class="muted">' +
+      (tappable ? "Tap a die to check or correct it." : "Every die the camera found, outlined.") + "</span>" +
+      '<button type="button" id="closephoto">Close</button></div>';
+    document.body.appendChild(overlay);
+    drawOutlines("bigphoto", "bigoutlines", all, tappable ? targets : null);
+    function close() { if (overlay.parentNode) overlay.parentNode.removeChild(overlay); }
+    overlay.addEventListener("click", function (event) {
+      var hit = event.target.closest("[data-target]");
+      if (hit) {
+        close();
+        var position = +hit.getAttribute("data-target");
+        return pending ? fixPending(position) : correct(position);
+      }
+      if (event.target === overlay || event.target.closest("#closephoto")) close();
+    });
+    overlay.querySelector("#closephoto").focus();
+  }
+
+  // Which die of the roll's event each outlined die is: the same die (Tally), or one of the same
+  // face (Toss Up dice are all alike); a die corrected since takes a position left over.
+  function eventPositions(dice, event) {
+    if (event.type === "up") return dice.map(function () { return 0; });
+    var faces = event.dice.map(function (d) { return typeof d === "string" ? { die: "tossup", face: d } : d; });
+    var taken = {};
+    function free(test) {
+      for (var i = 0; i < faces.length; i++) if (!taken[i] && test(faces[i])) { taken[i] = true; return i; }
+      return -1;
+    }
+    var found = dice.map(function (d) {
+      return free(function (f) { return (f.die === "tossup" || f.die === d.die) && f.face === d.face; });
+    });
+    return found.map(function (at, i) {
+      if (at >= 0) return at;
+      var die = dice[i].die;
+      at = free(function (f) { return f.die === "tossup" || f.die === die; });
+      return at >= 0 ? at : free(function () { return true; });
+    });
+  }
 
   document.getElementById("cameranote").addEventListener("click", function (event) {
     if (!event.target.closest("#scorehere")) return;
@@ -253,12 +322,25 @@
     }).join("");
   }
 
+  // Once only: the host's own button and the stream both tell of the rematch.
+  var following = false;
+  function followRematch(id) {
+    if (following) return;
+    following = true;
+    window.location.href = "/games/" + encodeURIComponent(id);
+  }
+
+  function rematchButton() {
+    if (view.rematch) return '<a class="button primary huge" id="rematchlink" href="/games/' + esc(view.rematch) + '">Rematch in play ▶</a>';
+    return DT.isHost() ? '<button type="button" class="primary huge" id="rematch">Rematch: same players ▶</button>' : "";
+  }
+
   function gameOver(s) {
     var best = Math.max.apply(null, s.players.map(function (p) { return p.score; }));
     var text = s.winners.length > 1 ? s.winners.join(" & ") + " share the win with " + best + "!" :
       s.winners[0] + " wins with " + best + "!";
     return '<div class="banner" id="winner">★ ' + esc(text) + "</div>" + '<section class="card">' + lastPanel(s) + "</section>" +
-      '<div class="row"><a class="button primary huge" href="/">New game</a>' +
+      '<div class="row">' + rematchButton() + '<a class="button huge" href="/">New game</a>' +
       '<a class="button huge" href="/games/' + esc(gameId) + '/history">History &amp; dice stats</a></div>';
   }
 
@@ -281,7 +363,8 @@
       html += '<div class="muted small">Last roll' + (roll.edited ? ' <span class="edited">corrected</span>' : "") +
         (host ? " · tap a die to correct it" : "") + "</div>";
       if (roll.reading && typeof roll.reading.image === "string") {
-        html += '<div class="photowrap"><img class="photo" id="rollphoto" alt="photo of the last roll" src="' +
+        html += '<div class="photowrap" data-zoom="roll" role="button" tabindex="0" aria-label="show the photo full screen">' +
+          '<img class="photo" id="rollphoto" alt="photo of the last roll" src="' +
           esc(roll.reading.image) + '"><svg class="outlines" id="outlines" aria-hidden="true"></svg></div>';
       }
       html += '<div class="dice" id="lastdice">' + rollTiles(roll.event, host) + "</div>";
@@ -299,7 +382,8 @@
     drawOutlines("rollphoto", "outlines", reading.dice_applied || reading.dice || []);
   }
 
-  function drawOutlines(imgId, svgId, all) {
+  // `targets` (one event position per die, or null): the outlines become taps that name it.
+  function drawOutlines(imgId, svgId, all, targets) {
     var img = document.getElementById(imgId);
     if (!img) return;
     var dice = (all || []).filter(function (d) { return d.corners && d.corners.length; });
@@ -314,7 +398,9 @@
         var top = d.corners.reduce(function (a, c) { return c[1] < a[1] ? c : a; });
         // Short labels: the printed face, and a question mark only where the camera is unsure.
         var label = (d.face || "?").replace("x2", "×2") + (d.cocked ? " cocked?" : d.confidence < 0.8 ? " ?" : "");
-        return '<polygon class="' + (d.cocked ? "cocked" : "") + '" points="' + esc(points) + '" vector-effect="non-scaling-stroke"/>' +
+        var target = targets && targets[all.indexOf(d)] >= 0 ? ' data-target="' + targets[all.indexOf(d)] + '" role="button" tabindex="0"' +
+          ' aria-label="' + esc((d.die || "die") + " " + (d.face || "unsure")) + '"' : "";
+        return '<polygon class="' + (d.cocked ? "cocked" : "") + '" points="' + esc(points) + '" vector-effect="non-scaling-stroke"' + target + "/>" +
           '<text x="' + top[0] + '" y="' + Math.max(size, top[1] - 4) + '" font-size="' + size + '">' + esc(label) + "</text>";
       }).join("");
     }
@@ -565,6 +651,9 @@
     }
     if ((el = t.closest("[data-secret]"))) return secretChoice(el.getAttribute("data-secret"));
     if ((el = t.closest("[data-fix]"))) return correct(+el.getAttribute("data-fix"));
+    if (t.closest("#rematch")) {
+      return act("POST", base + "/rematch", undefined, function (started) { followRematch(started.id); });
+    }
   });
 
   // A tap on a die of the last roll: pick the right face, then the server re-folds the game.
