@@ -253,8 +253,11 @@ def match_boxes(dice: Sequence[RealDie], centres: Sequence[tuple[float, float]])
 
 def score_real(read: Callable[[np.ndarray], Sequence[DieReading]], root: Path) -> dict:
     per_source: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # dice, found, false, photos
-    ratios, problems = [], []
+    ratios, problems, absent = [], [], 0
     for image_path, dice, source in real_photos(root):
+        if not image_path.exists():
+            absent += 1  # staged by hand, never committed (fixtures/README.md, "Real photos")
+            continue
         image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
         if image is None:
             problems.append(f"cannot read {image_path}: skipped")
@@ -276,7 +279,8 @@ def score_real(read: Callable[[np.ndarray], Sequence[DieReading]], root: Path) -
             "per_source": {s: {"photos": r[3], "dice": r[0], "recall": r[1] / r[0] if r[0] else None,
                                "precision": r[1] / (r[1] + r[2]) if r[1] + r[2] else None}
                            for s, r in sorted(per_source.items())},
-            "problems": problems}
+            "problems": problems + ([f"{absent} labelled photos are not on this machine (they are staged by hand: "
+                                    "fixtures/README.md, 'Real photos')"] if absent else [])}
 
 
 # ----------------------------------------------------------------------------- the report
@@ -356,8 +360,8 @@ def run_unseen_bench(fixtures: Path, dice_sets: Sequence[str], out: TextIO, make
         else:
             print(f"[tallyup] no held-out family renders in {root / 'tallyup'}", file=out)
     real_root = fixtures / "real"
-    if real_root.is_dir() and real_photos(real_root):
-        real = score_real(make_scanner("any").read, real_root)
+    real = score_real(make_scanner("any").read, real_root) if real_root.is_dir() and real_photos(real_root) else None
+    if real is not None and real["dice"]:
         result["real_sources"] = sorted(real["per_source"])
         print(f"[real photos of ordinary dice] {real['dice']} dice: recall {_pct(real['recall'])}  precision "
               f"{_pct(real['precision'])}  x Lab {real['speed_lab_ratio'] or float('nan'):.1f}", file=out)
@@ -370,7 +374,9 @@ def run_unseen_bench(fixtures: Path, dice_sets: Sequence[str], out: TextIO, make
                           "unsure": None, "wrong_scored": None, "ece": None, "speed_lab_ratio": real["speed_lab_ratio"],
                           "dice": real["dice"]}
     else:
-        print(f"[real photos] none labelled for validation in {real_root}", file=out)
+        print(f"[real photos] none to read in {real_root}", file=out)
+        for problem in (real or {}).get("problems", []):
+            print(f"  {problem}", file=out)
     return result
 
 
