@@ -221,14 +221,25 @@ class RealDie:
     kind: str  # d6 or other (other dice are neither missed nor false when found)
 
 
-def real_photos(root: Path, split: str = "validation") -> list[tuple[Path, list[RealDie], str]]:
+#: Where the real photos may lie instead of beside their labels: data fetched from other
+#: repositories is kept in the steering repository's shared/ folder, beside this checkout.
+SHARED_REAL_PHOTOS = Path(__file__).resolve().parents[2] / "shared" / "real-photos"
+
+
+def real_photos(root: Path, split: str = "validation", shared: Path = SHARED_REAL_PHOTOS
+                ) -> list[tuple[Path, list[RealDie], str]]:
+    """(photo, its dice, source) of each labelled real photo of the split: the photo beside its
+    label, or else in `shared`/<source folder>/."""
     out = []
     for path in sorted(root.glob("*/*.json")):
         label = json.loads(path.read_text())
         if label.get("split") != split:
             continue
         dice = [RealDie(tuple(float(v) for v in d["box"]), d.get("die", "d6")) for d in label["dice"]]
-        out.append((path.with_name(label["image"]), dice, label.get("source", path.parent.name)))
+        image = path.with_name(label["image"])
+        if not image.exists() and (shared / path.parent.name / label["image"]).exists():
+            image = shared / path.parent.name / label["image"]
+        out.append((image, dice, label.get("source", path.parent.name)))
     return out
 
 
@@ -256,7 +267,7 @@ def score_real(read: Callable[[np.ndarray], Sequence[DieReading]], root: Path) -
     ratios, problems, absent = [], [], 0
     for image_path, dice, source in real_photos(root):
         if not image_path.exists():
-            absent += 1  # staged by hand, never committed (fixtures/README.md, "Real photos")
+            absent += 1  # neither staged here nor in shared/ (fixtures/README.md, "Real photos")
             continue
         image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
         if image is None:
