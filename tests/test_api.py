@@ -491,7 +491,7 @@ def test_a_rematch_keeps_the_players_and_their_seats(client, host):
     seat = client.post(f"/api/games/{game['id']}/rematch/seat", headers={"Authorization": f"Bearer {bob}"})
     assert seat.status_code == 200
     moved = seat.get_json()
-    assert moved["id"] == rematch["id"] and moved["player"] == "Bob" and len(moved["code"]) == 4
+    assert moved["id"] == rematch["id"] and moved["player"] == "Bob" and len(moved["code"]) == 8
     who = client.get("/api/whoami", headers={"Authorization": f"Bearer {moved['token']}"}).get_json()
     assert who == {"role": "player", "game": rematch["id"], "player": "Bob"}
     assert client.post(f"/api/games/{game['id']}/rematch/seat").status_code == 401  # a watcher has no seat

@@ -214,7 +214,7 @@ def test_toss_up_game_through_the_pages(devices: tuple[Device, Device, Device], 
     table.click("#rematch")
     table.wait_for_url(re.compile(r".*/games/(?!" + game_id + r")\w+$"))
     rematch = table.url.rstrip("/").rsplit("/", 1)[1]
-    tablet.expect(table.locator("#joincode")).to_have_text(re.compile(r"^[A-Z]{4}$"))
+    tablet.expect(table.locator("#joincode")).to_have_text(re.compile(r"^[A-Z]{8}$"))
     for phone, name in ((ann, "Ann"), (bob, "Bob")):
         phone.page.wait_for_url(f"**/games/{rematch}/player")
         phone.expect(phone.page.locator("#me")).to_contain_text(name)

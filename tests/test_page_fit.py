@@ -16,7 +16,7 @@ import pytest
 
 from scorekeeper.store import GameStore
 from scorekeeper.web import create_app
-from scorekeeper.web.server import BackgroundServer
+from scorekeeper.web.server import WebServer
 from tests.test_browser import TOKEN, WAIT_MS, browser  # noqa: F401  (the browser fixture)
 from tests.test_live import TEN, _image, throw
 from tests.test_live_browser import DOUBTFUL, Camera
@@ -64,7 +64,7 @@ OVERFLOWS = """() => {
 
 
 @pytest.fixture(scope="module")
-def camera_table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BackgroundServer, dict[str, str]]]:
+def camera_table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WebServer, dict[str, str]]]:
     """A server whose camera has sent a doubtful Toss Up roll (waiting for the host), a Tally game
     played by hand, and a finished game."""
     data = tmp_path_factory.mktemp("fit-data")
@@ -81,7 +81,7 @@ def camera_table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bac
         return next(cameras, None) or Camera([_image(TEN, 1)], threading.Event())
 
     app = create_app({"DATA_DIR": data, "HOST_TOKEN": TOKEN, "HEARTBEAT_SECONDS": 2.0, "LIVE_SOURCE": factory})
-    server = BackgroundServer(app, threads=64).start()
+    server = WebServer(app, threads=64).start()
     yield server, {"camera": camera_game, "tally": tally, "done": done}
     server.stop()
     app.extensions["dicetray"].close()
@@ -138,6 +138,10 @@ def test_every_page_fits_the_screen(browser, camera_table, width, height):  # no
         phone.wait_for_url("**/player")
         expect(phone.locator("#me")).to_contain_text("Maximilian")
         problems += _fits(phone, f"player-{width}")
+        # A seat stays its device's: the host frees it for the next screen's phone.
+        freed = phone.request.delete(f"{server.url}/api/games/{games['camera']}/seats/2",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+        assert freed.ok, freed.text()
     finally:
         host.close()
         guest.close()
@@ -146,7 +150,7 @@ def test_every_page_fits_the_screen(browser, camera_table, width, height):  # no
 
 
 @pytest.fixture
-def camera_roll(tmp_path) -> Iterator[tuple[BackgroundServer, str]]:
+def camera_roll(tmp_path) -> Iterator[tuple[WebServer, str]]:
     """A server whose camera has scored a sure Toss Up roll of ten dice on the game on the table."""
     data = tmp_path / "data"
     with GameStore.in_dir(data) as store:
@@ -154,7 +158,7 @@ def camera_roll(tmp_path) -> Iterator[tuple[BackgroundServer, str]]:
     cameras = iter([Camera(throw(TEN), threading.Event())])
     app = create_app({"DATA_DIR": data, "HOST_TOKEN": TOKEN, "HEARTBEAT_SECONDS": 2.0,
                       "LIVE_SOURCE": lambda: next(cameras, None) or Camera([_image(TEN, 1)], threading.Event())})
-    server = BackgroundServer(app, threads=64).start()
+    server = WebServer(app, threads=64).start()
     yield server, game_id
     server.stop()
     app.extensions["dicetray"].close()

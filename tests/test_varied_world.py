@@ -77,12 +77,20 @@ def test_a_held_out_family_is_never_composited():
 def composited(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("composite")
     writer = composite.PhotoWriter(out)
-    learn = len(families.families("learn"))
-    # photo n is of family n % len(learn), and its dice set turns every len(learn) photos: three
-    # photos of each set for each of three families (drawing a family's dice costs most)
-    for family in range(3):
+    learn = families.families("learn")
+
+    def die_pixels(index: int) -> float:  # about how wide a die looks from the family's camera
+        family = families.draw_family(index)
+        camera, tray = family["camera"], family["tray"]
+        return camera["width"] * 0.016 / (tray["inner_w"] * (1 + camera["margin"]))
+
+    # Three families of frames up to 1280 px whose dice look largest: a print is checked only on
+    # a face of MIN_PRINT_SIDE_PX or more. Photo n is of family learn[n % len(learn)], its dice
+    # set turning every len(learn) photos: three photos of each set for each family.
+    chosen = sorted((i for i in learn if families.draw_family(i)["camera"]["width"] <= 1280), key=die_pixels)[-3:]
+    for family in chosen:
         for k in range(9):
-            writer(family + k * learn)
+            writer(learn.index(family) + k * len(learn))
     return out
 
 
