@@ -96,6 +96,15 @@ class ReplaySource(FrameSource):
         return frame
 
 
+class EndlessSource(ReplaySource):
+    """A replayed camera whose tray keeps lying there once the script is over: a live camera."""
+
+    def read(self) -> Frame | None:
+        if not self.script:
+            self.script = [_image(TEN, 1)]
+        return super().read()
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float = 8.0) -> Any:
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -11,7 +11,7 @@ import numpy as np
 from scanner.frames import DieReading
 from scorekeeper.table.preview import PreviewEncoder, PreviewSnapshot, annotate, placeholder
 from scorekeeper.web.app import LIVE_EXTENSION
-from tests.test_live import TEN, ReplaySource, _image, make_app, throw, wait_until
+from tests.test_live import TEN, EndlessSource, _image, make_app, throw, wait_until
 
 
 def _jpeg(part: bytes) -> np.ndarray:
@@ -25,13 +25,7 @@ def _jpeg(part: bytes) -> np.ndarray:
 
 
 def test_preview_streams_small_jpegs_and_unsubscribes_on_close(tmp_path, apps):
-    class Endless(ReplaySource):
-        def read(self):
-            if not self.script:
-                self.script = [_image(TEN, 1)]  # the tray keeps lying there: a live camera
-            return super().read()
-
-    app, _ = make_app(tmp_path, lambda: Endless(throw(TEN), delay=0.01))
+    app, _ = make_app(tmp_path, lambda: EndlessSource(throw(TEN), delay=0.01))
     apps.append(app)
     live = app.extensions[LIVE_EXTENSION]
     assert wait_until(lambda: live.stats.rolls == 1)
