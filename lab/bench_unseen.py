@@ -26,7 +26,7 @@ import numpy as np
 
 from scanner.evaluate import match, percentile
 from scanner.frames import UNSURE, DieReading
-from scanner.labels import BLOWN_OUT, LabelledDie, LabelledPhoto, load_photo_label, mean_side
+from scanner.labels import BLOWN_OUT, LabelledDie, LabelledPhoto, load_photo_label
 
 ECE_BINS = 10
 #: A face's side below which a person cannot read it: a Tally print needs more pixels than the

@@ -3,7 +3,6 @@ and the unseen-look benchmark's scoring."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import cv2
@@ -13,7 +12,7 @@ import pytest
 from fixtures.studio import families
 from lab import bench_unseen, composite, label_check
 from scanner.frames import UNSURE, DieReading
-from scanner.labels import LabelledDie, LabelledPhoto, load_photo_label
+from scanner.labels import LabelledDie, LabelledPhoto
 from scorekeeper.rules.dice import TALLY_FACES, UP_FACES
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
