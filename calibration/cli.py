@@ -63,7 +63,7 @@ def _library(data_dir: Path | None) -> "ProfileLibrary":
 @_DATA_OPTION
 def check_command(profile: Path, data_dir: Path | None) -> None:
     """Validate a calibration profile (a file, or the name of one in the data directory)."""
-    from calibration.profile import ProfileError, load_profile
+    from scanner.profile import ProfileError, load_profile
 
     if not profile.exists() and profile.suffix == "" and len(profile.parts) == 1:
         profile = _library(data_dir).folder / f"{profile}.json"
@@ -122,7 +122,7 @@ def list_command(data_dir: Path | None) -> None:
 @_DATA_OPTION
 def use_command(name: str, data_dir: Path | None) -> None:
     """Make the profile NAME the active one (`dicetray serve` reads with it from its next start)."""
-    from calibration.profile import ProfileError
+    from scanner.profile import ProfileError
 
     try:
         path = _library(data_dir).activate(name)

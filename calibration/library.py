@@ -1,6 +1,6 @@
 """The profiles kept in the data directory: several tables or lights, one of them active.
 
-Layout: `DATA_DIR/profiles/NAME.json` (one profile each, see calibration/profile.py), an optional
+Layout: `DATA_DIR/profiles/NAME.json` (one profile each, see scanner/profile.py), an optional
 `NAME-empty.jpg` beside it (the empty tray it was made with), and `DATA_DIR/profiles/ACTIVE`, a
 one-line pointer naming the active profile. Every file is replaced atomically, so a power cut
 mid-write leaves the old profile (or the old pointer) in place, never half a file.
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.profile import Profile, ProfileError, load_profile, save_profile, write_atomically
+from scanner.profile import Profile, ProfileError, load_profile, save_profile, write_atomically
 
 log = logging.getLogger(__name__)
 

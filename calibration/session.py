@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 
 from calibration.library import ProfileLibrary, check_name
-from calibration.profile import Profile
+from scanner.profile import Profile
 from calibration.steps import (
     CheckResult, ConfirmedDie, Coverage, Framing, Quad, TossUpLearned, TrayFit, check, check_die, check_quad, crease_levels,
     find_tray, framing, grow_tray, learn_tossup, readings_json, shadow_levels, square_at, stray_light, tally_coverage,

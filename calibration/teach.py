@@ -30,7 +30,7 @@ from typing import Iterable, Sequence, TextIO
 import cv2
 import numpy as np
 
-from calibration.profile import Profile, ProfileError, load_profile, save_profile
+from scanner.profile import Profile, ProfileError, load_profile, save_profile
 from scanner.evaluate import match
 from scanner.face_net import NO_FACE, FaceNet, unit_rows
 from scanner.frames import DieReading

@@ -16,6 +16,7 @@ from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules, FoundDie, complete_tossup, find_in_shade
 from scanner.frames import DieReading
 from scanner.lean_net import LeanNet, finder_leaning_at, may_lean
+from scanner.profile import load_profile
 from scanner.shade import Brightness, lifted_around, marked_unread
 from scanner.tally import TallyReader
 from scanner.tally_model import TallyModel, default_model
@@ -228,8 +229,6 @@ def load_scanner(dice_set: str, profile_path: Path | None = None) -> Scanner:
     """
     if profile_path is None:
         return Scanner(dice_set=dice_set)
-    from calibration.profile import load_profile  # calibration builds on the scanner, not the reverse
-
     profile = load_profile(profile_path)
     empty = None
     if profile.empty_tray is not None:

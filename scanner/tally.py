@@ -89,7 +89,7 @@ from scanner.tally_prints import (
 )
 from scanner.top_face import TopFaceNet
 from scanner.tossup import half_size
-from scorekeeper.rules.dice import STAR, UP_DIE
+from scanner.dice import STAR, UP_DIE
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from scanner.tally_colour import balanced, colour_distances
 from scanner.tally_model import LUT_BINS, TallyModel, TallyParams, ink_sign_of
 from scanner.tally_prints import Compiled, median, row_mean
 from scanner.tossup import half_size, order_clockwise
-from scorekeeper.rules.dice import UP_DIE
+from scanner.dice import UP_DIE
 
 
 #: Where a camera's 8-bit channel counts as clipped when its frame shows no pile below 255

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from scanner.face_net import CODE_SIZE, NO_FACE
-from scorekeeper.rules.dice import TALLY_FACES, UP_DIE, UP_FACES
+from scanner.dice import TALLY_FACES, UP_DIE, UP_FACES
 
 
 #: The faces each die can show: identity narrows the face to these.

@@ -31,7 +31,7 @@ from scanner.tally_colour import grid_distances
 from scanner.tally_model import (
     DIE_FACES, FACE_CROP, LUT_BINS, PATCH_SIDE, SHIFT, TEMPLATE_SIDE, FaceTemplate, TallyModel, TallyParams,
 )
-from scorekeeper.rules.dice import is_circled
+from scanner.dice import is_circled
 
 
 @dataclass

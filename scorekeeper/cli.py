@@ -295,8 +295,9 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
     if split == "unseen":
         _bench_unseen(dice_set, fixtures, as_json)
         return
-    from calibration.bench import bench_taught_look
-    from scanner.cli import CHECK_SET_TITLES, FIXTURES, PLAY_SET, bench_check_set, bench_scanner
+    from lab.bench_calibration import bench_taught_look
+    from lab.bench_scanner import CHECK_SET_TITLES, PLAY_SET, bench_check_set, bench_scanner
+    from scanner.cli import FIXTURES
     from scorekeeper.table.game_bench import bench_game_rolls
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
@@ -336,7 +337,7 @@ def _bench_unseen(dice_set: str, fixtures: Path | None, as_json: bool) -> None:
               help="Fixture library (default: the repository's fixtures/).")
 def bench_calibration_command(fixtures: Path | None) -> None:
     """Test-split accuracy with a changed look: Toss Up uncalibrated vs calibrated, Tally Up built-in vs taught."""
-    from calibration.bench import run_calibration_bench
+    from lab.bench_calibration import run_calibration_bench
     from scanner.cli import FIXTURES
 
     run_calibration_bench(fixtures or FIXTURES, report=click.echo)

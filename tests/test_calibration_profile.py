@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from calibration.profile import Profile, ProfileError, load_profile, save_profile
+from scanner.profile import Profile, ProfileError, load_profile, save_profile
 from scanner.reader import load_scanner
 from scanner.tossup import TossUpParams
 

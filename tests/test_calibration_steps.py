@@ -16,8 +16,8 @@ import cv2
 import numpy as np
 import pytest
 
-from calibration.bench import LOOKS, Look
-from calibration.profile import Profile, save_profile
+from lab.bench_calibration import LOOKS, Look
+from scanner.profile import Profile, save_profile
 from calibration.steps import (
     LAMP_TARGET, MIN_DIE_SIZE, black_level, check, check_quad, confirmed_from_labels, find_tray, framing, grow_tray,
     learn_tossup, light_gains, tally_coverage,
@@ -399,7 +399,7 @@ def test_the_verdict_names_dice_whose_faces_the_lamps_reflection_washed_out():
 def test_the_calibration_bench_reads_tally_dice_built_in_and_taught_in_the_changed_light(monkeypatch):
     """`dicetray bench calibration`'s Tally part in miniature: two test photos in the warm, dim
     light, read with the built-in look and with one taught from a few teach photos in that light."""
-    from calibration import bench
+    from lab import bench_calibration as bench
 
     # The first seven (teach-s00) lie in the lamp's glare: most are left out as not what their labels say.
     monkeypatch.setattr(bench, "TALLY_TEACH_PHOTOS", 9)
@@ -427,7 +427,7 @@ def test_the_scanner_bench_reads_the_differently_looking_set_taught_from_twenty_
     read with the look taught from the first 20 of its teach photos, in the bench's own lines."""
     import io
 
-    from calibration.bench import bench_taught_look, teach_first_photos
+    from lab.bench_calibration import bench_taught_look, teach_first_photos
 
     out = io.StringIO()
     summary = bench_taught_look(FIXTURES, "test", out)
@@ -476,7 +476,7 @@ def test_a_dim_lamp_is_brightened_back_for_tally_dice_too():
 
 def test_the_wizard_teaches_the_tally_dice_from_pictures_cleaned_as_the_scanner_reads_them(monkeypatch):
     from calibration import teach
-    from calibration.profile import Profile as SavedProfile
+    from scanner.profile import Profile as SavedProfile
     from calibration.session import CalibrationSession
     from scanner.reader import cleaned_picture
 

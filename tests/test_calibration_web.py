@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from calibration.bench import LOOKS
+from lab.bench_calibration import LOOKS
 from calibration.library import ProfileLibrary
-from calibration.profile import Profile, load_profile
+from scanner.profile import Profile, load_profile
 from calibration.replay import StillSource
 from scanner.labels import load_photo_label
 from scanner.reader import load_scanner

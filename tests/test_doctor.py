@@ -10,7 +10,7 @@ import cv2
 from click.testing import CliRunner
 
 from calibration.library import ProfileLibrary
-from calibration.profile import Profile, save_profile
+from scanner.profile import Profile, save_profile
 from scorekeeper.cli import main
 from scorekeeper.table.doctor import (
     DiskUsage,

@@ -98,7 +98,7 @@ def test_the_bench_puts_a_play_set_s_rolls_to_the_game_uncalibrated_and_per_tabl
     assert uncalibrated.scored_right == calibrated.scored_right == 2  # both read right as the scanner bench finds
     assert out.getvalue().count("after each table's first") == 2
     # With a profile given, its scanner reads every table's rolls: nothing to calibrate.
-    from calibration.profile import Profile, save_profile
+    from scanner.profile import Profile, save_profile
 
     save_profile(Profile(name="table"), tmp_path / "profile.json")
     (given,) = bench_game_rolls(folder, tmp_path / "profile.json", io.StringIO()).values()

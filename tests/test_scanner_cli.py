@@ -13,7 +13,7 @@ import cv2
 import pytest
 from click.testing import CliRunner
 
-from scanner.cli import bench_scanner
+from lab.bench_scanner import bench_scanner
 from scorekeeper.cli import main
 from tests.test_scanner_tossup_synthetic import BACKGROUNDS, LAYOUT, draw_tray
 
@@ -143,7 +143,7 @@ def test_bench_scores_each_tray_surface_on_its_own(tmp_path):
                                          ("tallyhold", "tables nothing was tuned on"),
                                          ("tallyplay", "a game's rolls of one to four dice, on tables nothing was tuned on")])
 def test_bench_scores_the_tally_check_hold_and_play_sets_where_they_are_rendered(tmp_path, name, title):
-    from scanner.cli import bench_check_set
+    from lab.bench_scanner import bench_check_set
 
     out = io.StringIO()
     assert bench_check_set(tmp_path, None, out, name=name) is None
@@ -210,7 +210,7 @@ def test_the_tally_bench_goes_on_to_the_differently_looking_set_unless_a_profile
     toss = CliRunner().invoke(main, ["bench", "scanner", "--dice", "tossup", "--fixtures", str(empty)])
     assert toss.exit_code == 0 and "taught" not in toss.output
     profile = tmp_path / "profile.json"
-    from calibration.profile import Profile, save_profile
+    from scanner.profile import Profile, save_profile
 
     save_profile(Profile(name="table"), profile)
     given = CliRunner().invoke(main, ["bench", "scanner", "--dice", "tallyup", "--fixtures", str(empty),

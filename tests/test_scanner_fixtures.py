@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import pytest
 
-from scanner.cli import bench_videos
+from lab.bench_scanner import bench_videos
 from scanner.evaluate import Scorecard, score_perturbed, score_photos
 from scanner.finder import FinderRules
 from scanner.labels import photo_labels

@@ -54,7 +54,7 @@ def test_implausible_sizes_are_dropped_and_no_profile_keeps_all():
 
 
 def test_a_profile_tray_drops_set_aside_dice_from_the_scanner(tmp_path):
-    from calibration.profile import Profile, save_profile
+    from scanner.profile import Profile, save_profile
     from scanner.reader import load_scanner
 
     image = draw_tray(BACKGROUNDS["dark_felt"], LAYOUT)
@@ -113,7 +113,7 @@ def test_a_changed_lamp_drops_nothing():
 
 
 def test_a_profile_brings_its_empty_tray_photo_to_the_scanner(tmp_path, caplog):
-    from calibration.profile import Profile, save_profile
+    from scanner.profile import Profile, save_profile
     from scanner.reader import load_scanner
 
     empty = draw_tray(BACKGROUNDS["dark_felt"], [])

@@ -23,8 +23,8 @@ import cv2
 import numpy as np
 import pytest
 
-from calibration.bench import teach_first_photos
-from scanner.cli import bench_videos
+from lab.bench_calibration import teach_first_photos
+from lab.bench_scanner import bench_videos
 from scanner.evaluate import PERTURBATIONS, Scorecard, score_perturbed
 from scanner.face_net import FaceNet
 from scanner.finder import DieFinder, FinderRules
@@ -218,12 +218,12 @@ def test_a_die_in_deep_shade_its_colour_names_is_added_where_the_finder_agrees_l
 
 def test_an_unnamed_die_in_shade_is_read_again_where_the_shade_is_lifted(nets, monkeypatch):
     """lean-tallyup-s01-r01 in the calibration bench's warm light with the bluish room light
-    (calibration.bench.LOOKS), uncalibrated: the blue die's blob, in the wall's shadow, is
+    (lab.bench_calibration.LOOKS), uncalibrated: the blue die's blob, in the wall's shadow, is
     found but too dark to be named by colour. The shade pass reads it again on the picture
     with the shade lifted, where the finder finds it too (TallyReader._unnamed_in_shade), and
     it is named and read. Over dev, lean and the check set (fixtures/tallycheck) in the bench's
     lamps it reads 9 such flat dice more, in their own light 2 of the check set, none wrong."""
-    from calibration.bench import LOOKS
+    from lab.bench_calibration import LOOKS
     from scanner.tally import TallyReader
 
     image, truth = one_die(FIXTURES.parent / "lean" / "tallyup", "lean-tallyup-s01-r01.jpg", "blue")
@@ -503,12 +503,12 @@ def test_a_located_face_mostly_in_shade_is_read_with_the_shade_divided_out_only(
 
 
 def test_yellow_dice_under_a_warm_lamp_at_half_the_light_are_read_yellow():
-    """tallyup-s17-r01 (dev) in the calibration bench's warm light (calibration.bench.LOOKS),
+    """tallyup-s17-r01 (dev) in the calibration bench's warm light (lab.bench_calibration.LOOKS),
     uncalibrated: the render's lamp was warm already, and the white patch's green comes to
     0.69 of its red. Trusted as the lamp's colour (scanner.tally_colour.LAMP_GREEN_PER_RED) it is
     balanced out, and the yellow star reads yellow; untrusted, the tint stays and it read as
     the orange die's star."""
-    from calibration.bench import LOOKS
+    from lab.bench_calibration import LOOKS
 
     image, truth = one_die(FIXTURES, "tallyup-s17-r01.jpg", "yellow")
     warm = LOOKS[1].apply(image)
@@ -521,7 +521,7 @@ def test_an_orange_die_under_a_warmer_lamp_at_half_the_light_is_not_read_red():
     patch's blue comes to 0.45 of its red, a warm lamp, not a print; trusted as the lamp's
     colour (scanner.tally_colour.LAMP_BLUE_PER_RED from 0.35) the tint is balanced out, and
     the orange 60 is read; untrusted, it read as the red die's 50."""
-    from calibration.bench import LOOKS
+    from lab.bench_calibration import LOOKS
     from scanner.tally_colour import LAMP_BLUE_PER_RED
     from scanner.tossup import illuminant
 
@@ -551,7 +551,7 @@ def test_a_yellow_die_half_in_a_walls_shadow_is_not_read_from_its_lit_part(nets)
     """tallyup-s10-r08 (dev) in the calibration bench's warm light, uncalibrated: the yellow
     (40) lies half in the wall's shadow, and its lit half, only a brighter yellow, was taken
     for the print and read as a 70 (TallyParams.min_ink_whiteness)."""
-    from calibration.bench import LOOKS
+    from lab.bench_calibration import LOOKS
 
     image, truth = one_die(FIXTURES, "tallyup-s10-r08.jpg", "yellow")
     assert truth.face == "(40)"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from calibration.cli import calibrate
-from calibration.profile import Profile, ProfileError, load_profile, save_profile
+from scanner.profile import Profile, ProfileError, load_profile, save_profile
 from calibration.teach import build_default, teach_folders
 from scanner.reader import Scanner, load_scanner
 from scanner.tally_model import default_model, model_from_json
@@ -124,7 +124,7 @@ def test_a_tray_patterned_in_a_taught_colour_holds_no_die_name():
     square. Its squares are tray, not dice, and must not hold the name "orange" against the
     orange die itself, which the lamp clips until it looks yellow: with orange held, nothing
     told its star from the yellow die's, and it was read as the yellow star for sure."""
-    from calibration.bench import teach_first_photos
+    from lab.bench_calibration import teach_first_photos
     from tests.test_calibration_steps import FIXTURES
 
     result, _ = teach_first_photos(FIXTURES / "tallyup-teach")

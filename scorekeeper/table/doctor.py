@@ -248,7 +248,7 @@ def check_profile(profile: Path | None, data_dir: Path) -> list[CheckResult]:
     """The profile serve will use: --profile, else the data directory's active one; every saved
     profile must load too (the wizard may switch to any of them)."""
     from calibration.library import ProfileLibrary
-    from calibration.profile import load_profile
+    from scanner.profile import load_profile
 
     results = []
     library = ProfileLibrary(data_dir)

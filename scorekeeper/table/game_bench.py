@@ -160,11 +160,11 @@ def _problems(result) -> str:
 def bench_game_rolls(folder: Path, profile: Path | None, out: TextIO) -> dict[str, GameTally] | None:
     """The rolls of `folder` (a play set's tallyup/, its tables' empty trays and rolls) put to
     the game and printed: with `profile`, read with it; without, read uncalibrated and with each
-    table calibrated as the wizard does it on the table (calibration.bench.tally_table_scanner:
+    table calibrated as the wizard does it on the table (lab.bench_calibration.tally_table_scanner:
     its empty tray and first roll), both over the rolls after each table's first. None where the
     folder is not there (the play set is not in the repository). Raises ValueError naming a
     photo that cannot be read."""
-    from calibration.bench import tally_table_scanner
+    from lab.bench_calibration import tally_table_scanner
 
     if not folder.is_dir():
         return None

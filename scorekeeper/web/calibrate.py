@@ -18,7 +18,7 @@ from flask import Blueprint, Flask, Response, abort, current_app, jsonify, rende
 from flask.blueprints import BlueprintSetupState
 
 from calibration.library import ProfileLibrary
-from calibration.profile import ProfileError
+from scanner.profile import ProfileError
 from calibration.session import CalibrationError, CalibrationSession
 from scorekeeper.web.access import require_host
 from scorekeeper.web.bodies import (

@@ -47,7 +47,7 @@ import numpy as np
 
 from calibration.steps import black_level, confirmed_from_labels, find_tray, grow_tray, learn_tossup, light_gains
 from calibration.teach import TeachResult, learn_tally_model
-from scanner.cli import bench_scanner
+from lab.bench_scanner import bench_scanner
 from scanner.evaluate import Scorecard
 from scanner.labels import LabelledPhoto, photo_labels
 from scanner.reader import Scanner, subtract_black_level
