@@ -19,6 +19,8 @@ from scanner.reader import Scanner, load_scanner
 from scanner.settle import SettleWatcher
 from scanner.sources import open_source
 
+#: The repository's fixture library, benched unless another is given.
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 #: The bench lists this many missed, false, unsure and wrong dice (photo by photo), then a count.
 MAX_FAILURES_SHOWN = 60
 #: The Tally check set's folder in the fixture library (git-ignored; see fixtures/README.md).

@@ -18,7 +18,6 @@ from scanner.sources import SourceFailed, SourceUnavailable, open_source
 
 log = logging.getLogger(__name__)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 #: What `scan` reads of a folder it is given: the photos in it, by name.
 PHOTO_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 

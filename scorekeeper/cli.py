@@ -296,8 +296,7 @@ def bench_scanner_command(split: str, dice_set: str, fixtures: Path | None, prof
         _bench_unseen(dice_set, fixtures, as_json)
         return
     from lab.bench_calibration import bench_taught_look
-    from lab.bench_scanner import CHECK_SET_TITLES, PLAY_SET, bench_check_set, bench_scanner
-    from scanner.cli import FIXTURES
+    from lab.bench_scanner import CHECK_SET_TITLES, FIXTURES, PLAY_SET, bench_check_set, bench_scanner
     from scorekeeper.table.game_bench import bench_game_rolls
 
     sets = ["tossup", "tallyup"] if dice_set == "all" else [dice_set]
@@ -316,7 +315,7 @@ def _bench_unseen(dice_set: str, fixtures: Path | None, as_json: bool) -> None:
 
     from calibration.teach import learn_tally_model
     from lab.bench_unseen import json_figures, run_unseen_bench
-    from scanner.cli import FIXTURES
+    from lab.bench_scanner import FIXTURES
     from scanner.reader import Scanner
 
     def make_scanner(chosen: str, tally_model=None) -> Scanner:
@@ -338,7 +337,7 @@ def _bench_unseen(dice_set: str, fixtures: Path | None, as_json: bool) -> None:
 def bench_calibration_command(fixtures: Path | None) -> None:
     """Test-split accuracy with a changed look: Toss Up uncalibrated vs calibrated, Tally Up built-in vs taught."""
     from lab.bench_calibration import run_calibration_bench
-    from scanner.cli import FIXTURES
+    from lab.bench_scanner import FIXTURES
 
     run_calibration_bench(fixtures or FIXTURES, report=click.echo)
 
