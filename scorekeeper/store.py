@@ -196,7 +196,9 @@ class GameStore:
     def list_games(self) -> list[GameRecord]:
         """Every game, most recently updated first."""
         with self._lock:
-            rows = self._conn.execute("SELECT * FROM games ORDER BY updated DESC, id").fetchall()
+            # Within one millisecond the game created last comes first: the camera scores the
+            # newest game, never one picked by its random id.
+            rows = self._conn.execute("SELECT * FROM games ORDER BY updated DESC, rowid DESC").fetchall()
         return [self._record(row) for row in rows]
 
     def get(self, game_id: str) -> LoadedGame:

@@ -40,6 +40,12 @@ def test_create_records_players_options_and_timestamps(store):
     assert [r.id for r in store.list_games()] == [record.id]
 
 
+def test_games_updated_in_the_same_millisecond_list_the_newest_first(tmp_path):
+    with GameStore.in_dir(tmp_path, clock=lambda: 1_700_000_000.0) as frozen:
+        made = [frozen.create("tossup", ["Ann", "Bob"]).record.id for _ in range(6)]
+        assert [r.id for r in frozen.list_games()] == made[::-1]
+
+
 def test_create_refuses_bad_games_and_writes_nothing(store):
     with pytest.raises(RuleError):
         store.create("tossup", ["Ann"])
