@@ -97,6 +97,9 @@ class PushApp:
                     self._openings, opening, board, game_id, last_id, int(config["RETRY_MS"]),
                     self.app.extensions.get(LIVE_EXTENSION))
             except GameNotFound as error:
+                # Let go of the subscription before answering: a client that has its 404 holds
+                # nothing on the server any more.
+                board.broker.unsubscribe(sub)
                 await _answer(send, 404, str(error))
                 return
             headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
