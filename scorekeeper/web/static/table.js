@@ -12,7 +12,10 @@
   var pad = null;          // what the dice pad holds, reset on every new version
   var padVersion = -1;
   var revealOut = [];      // players the table marks OUT for a direct reveal
-  var busy = false;
+  // The game version an action was sent from, until the server answers it. A second tap on
+  // that same screen is dropped (a double tap), but once the stream has brought the next
+  // screen its taps go through at once: the server's version check keeps them in order.
+  var busyAt = null;
   var camera = null;       // the live table's state (camera, pending reading), when a camera is configured
   var fix = null;          // the host's corrections to the pending reading: {id, dice: [{index, die, face, out}]}
   var noticeShown = null;  // the last notice toasted, so each shows once
@@ -34,8 +37,9 @@
   // ---- actions -----------------------------------------------------------------------------
 
   function act(method, url, body, done) {
-    if (busy) return;
-    busy = true;
+    var at = view ? view.version : -1;
+    if (busyAt === at) return;
+    busyAt = at;
     document.body.classList.add("busy");
     DT.hostApi(method, url, body).then(function (result) {
       if (done) done(result);
@@ -45,8 +49,10 @@
       DT.toast(DT.explain(error), "error");
       if (error.status === 409) live.refresh();
     }).then(function () {
-      busy = false;
-      document.body.classList.remove("busy");
+      if (busyAt === at) {
+        busyAt = null;
+        document.body.classList.remove("busy");
+      }
       updateHostUi();
     });
   }
@@ -67,7 +73,7 @@
   function updateHostUi() {
     var host = DT.isHost();
     document.getElementById("undo").classList.toggle("hidden", !host);
-    document.getElementById("undo").disabled = busy || !view || view.events === 0;
+    document.getElementById("undo").disabled = busyAt !== null || !view || view.events === 0;
     document.getElementById("watchnote").classList.toggle("hidden", host);
     var over = view && view.state.over;
     if (host && !over && !document.getElementById("joincode").textContent) loadInvite();
